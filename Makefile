@@ -1,0 +1,23 @@
+# Two entry points, both self-contained from a fresh clone:
+#   make demo   set up .venv and run the main job
+#   make test   set up .venv and run every test (ruff, pytest, lit)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test setup
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/ipu-opt examples/two_blocks.mlir --ipu-import-annotations=strip-metadata=true --mlir-print-debuginfo
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest
+	$(VENV)/bin/lit -sv test

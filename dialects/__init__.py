@@ -1,0 +1,28 @@
+"""The `ipu` dialect (installed as `poptorch.dialects`) and the one way to make a context.
+
+`make_context()` gives an MLIR context with multithreading disabled (Python verifiers
+called from MLIR's multithreaded verifier can crash: llvm-project issue 215781), the
+torch dialect registered and the ipu dialect loaded, so torch and ipu ops can sit side
+by side in one module.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+from torch_mlir.dialects import torch as torch_dialect
+
+from . import elementwise, linear, structure
+from .ipu import Ipu, ReplicaGroupAttr, replica_group
+
+__all__ = ["Ipu", "ReplicaGroupAttr", "elementwise", "linear", "make_context", "replica_group",
+           "structure"]
+
+
+def make_context() -> ir.Context:
+    """A new context holding the torch and ipu dialects, safe for Python verifiers."""
+    ctx = ir.Context()
+    ctx.enable_multithreading(False)
+    torch_dialect.register_dialect(ctx)
+    with ctx, ir.Location.unknown():
+        Ipu.load()
+    return ctx

@@ -1,0 +1,111 @@
+"""The `ipu` dialect object, its attributes and the shared pieces of op verification.
+
+Ops are defined in one module per family (`structure`, `elementwise`, `linear`) on
+`Ipu.Operation`; they all register on the `Ipu` class defined here, which
+`poptorch.dialects.make_context` loads into every context.
+
+Op modules must not use `from __future__ import annotations`: `dialects.ext` reads the
+field annotations (`Operand[...]`, `ir.StringAttr`) as live types.
+"""
+
+from collections.abc import Iterable, Sequence
+
+from torch_mlir import ir
+from torch_mlir.dialects.ext import Dialect
+
+
+class Ipu(Dialect, name="ipu"):
+    """The IPU dialect: graph-level compute ops and machine-level structure."""
+
+
+class ReplicaGroupAttr(Ipu.Attribute, name="replica_group"):
+    """Which replicas a collective or a grouped variable spans.
+
+    `#ipu.replica_group<"orthogonal", 4 : i64>`: `kind` is one of PopTorch's
+    CommGroupType values in snake case, `size` the number of replicas per group
+    (0 for "all" and "no_grouping", where it has no meaning).
+    """
+
+    kind: ir.StringAttr
+    size: ir.IntegerAttr
+
+
+REPLICA_GROUP_KINDS = ("all", "consecutive", "orthogonal", "no_grouping")
+
+
+def replica_group(kind: str, size: int = 0) -> "ReplicaGroupAttr":
+    """Build `#ipu.replica_group<kind, size>` in the current context."""
+    i64 = ir.IntegerType.get_signless(64)
+    return ReplicaGroupAttr.get(ir.StringAttr.get(kind), ir.IntegerAttr.get(i64, size))
+
+
+class VerifyError(Exception):
+    """Raised inside a verifier; `verified` turns it into an MLIR diagnostic."""
+
+
+def verified(check):
+    """Wrap a `check(op)` that raises VerifyError into MLIR's `verify_invariants` protocol.
+
+    The message goes out as an error diagnostic on the op (prefixed, as C++ verifiers
+    are, with `'ipu.x' op`) and the verifier returns failure, so bad IR is an MLIR
+    diagnostic and never a Python exception. A bug in a verifier is reported the
+    same way rather than escaping into the parser or pass manager.
+    """
+
+    def verify_invariants(self) -> bool:
+        try:
+            check(self)
+        except VerifyError as err:
+            self.location.emit_error(f"'{self.operation.name}' op {err}")
+            return False
+        except Exception as err:  # noqa: BLE001 - a verifier bug must stay a diagnostic
+            self.location.emit_error(
+                f"'{self.operation.name}' op verifier failed: {type(err).__name__}: {err}"
+            )
+            return False
+        return True
+
+    verify_invariants.__doc__ = check.__doc__
+    return verify_invariants
+
+
+def tensor_type(value: ir.Value, what: str) -> ir.RankedTensorType:
+    """The ranked tensor type of `value`, or a VerifyError naming `what`."""
+    t = value.type
+    if not isinstance(t, ir.RankedTensorType):
+        raise VerifyError(f"{what} must be a ranked tensor, got {t}")
+    return t
+
+
+def int_attr(op: ir.OpView, name: str, minimum: int | None = 0) -> int:
+    """An integer attribute's value, checked against a lower bound."""
+    attr = op.attributes[name]
+    if not isinstance(attr, ir.IntegerAttr):
+        raise VerifyError(f"attribute '{name}' must be an integer, got {attr}")
+    value = attr.value
+    if minimum is not None and value < minimum:
+        raise VerifyError(f"attribute '{name}' must be >= {minimum}, got {value}")
+    return value
+
+
+def str_attr(op: ir.OpView, name: str, allowed: Iterable[str] | None = None) -> str:
+    """A string attribute's value, checked against the allowed values."""
+    attr = op.attributes[name]
+    if not isinstance(attr, ir.StringAttr):
+        raise VerifyError(f"attribute '{name}' must be a string, got {attr}")
+    value = attr.value
+    if allowed is not None and value not in allowed:
+        choices = ", ".join(f'"{a}"' for a in allowed)
+        raise VerifyError(f"attribute '{name}' must be one of {choices}, got \"{value}\"")
+    return value
+
+
+def shape_str(shape: Sequence[int]) -> str:
+    """`2x?x3` style, as MLIR prints tensor shapes."""
+    return "x".join("?" if ir.ShapedType.is_dynamic_size(d) else str(d) for d in shape)
+
+
+def dims_compatible(a: int, b: int) -> bool:
+    """Two static-or-dynamic dimension sizes that may be equal at run time."""
+    dyn = ir.ShapedType.is_dynamic_size
+    return dyn(a) or dyn(b) or a == b

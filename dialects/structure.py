@@ -1,0 +1,175 @@
+"""Structural ipu ops: stage regions, inter-IPU copies, host streams, replica collectives.
+
+These carry the partitioning that the multi-IPU passes build: a model is split into
+`ipu.stage` regions placed on IPUs, values crossing IPUs go through `ipu.copy`, data
+enters and leaves through `ipu.host_load` / `ipu.host_store`, and replicas combine
+values with `ipu.all_reduce` over a `#ipu.replica_group`.
+"""
+
+
+from collections.abc import Sequence
+from typing import Any
+
+from torch_mlir import ir
+from torch_mlir.dialects.ext import Operand, Region, Result, result
+
+from .ipu import (
+    REPLICA_GROUP_KINDS,
+    Ipu,
+    ReplicaGroupAttr,
+    VerifyError,
+    int_attr,
+    str_attr,
+    tensor_type,
+    verified,
+)
+
+COLLECTIVE_OPS = ("sum", "mean", "max", "min")
+
+
+def _check_stage(op: "StageOp") -> None:
+    """A stage has non-negative ids and one block ending in ipu.yield of its result types."""
+    int_attr(op, "stage")
+    int_attr(op, "ipu")
+    blocks = list(op.body.blocks)
+    if len(blocks) != 1:
+        raise VerifyError(f"expects a body region with one block, got {len(blocks)}")
+    ops = list(blocks[0].operations)
+    if not ops or ops[-1].operation.name != "ipu.yield":
+        raise VerifyError("body must end with 'ipu.yield'")
+    yielded = [v.type for v in ops[-1].operation.operands]
+    expected = [r.type for r in op.operation.results]
+    if yielded != expected:
+        raise VerifyError(
+            f"yields ({', '.join(map(str, yielded))}) but its results are "
+            f"({', '.join(map(str, expected))})"
+        )
+
+
+class StageOp(Ipu.Operation, name="stage"):
+    """A pipeline stage placed on one IPU; its body's `ipu.yield` gives its results.
+
+    `%r = "ipu.stage"() ({ ... "ipu.yield"(%v) : (tensor<4xf32>) -> () })
+        {stage = 0 : i64, ipu = 1 : i64} : () -> tensor<4xf32>`
+    """
+
+    stage: ir.IntegerAttr
+    ipu: ir.IntegerAttr
+    outputs: Sequence[Result[Any]] = result()
+    body: Region
+
+    verify_invariants = verified(_check_stage)
+
+
+def _check_yield(op: "YieldOp") -> None:
+    """ipu.yield terminates a stage body."""
+    parent = op.operation.parent
+    if parent is None or parent.name != "ipu.stage":
+        raise VerifyError("expects parent op 'ipu.stage'")
+
+
+class YieldOp(Ipu.Operation, name="yield", traits=[ir.IsTerminatorTrait]):
+    """Terminates a region and gives the enclosing op its results.
+
+    `"ipu.yield"(%v) : (tensor<4xf32>) -> ()`
+    """
+
+    values: Sequence[Operand[Any]]
+
+    verify_invariants = verified(_check_yield)
+
+
+def _check_copy(op: "CopyOp") -> None:
+    """A copy moves a tensor unchanged from one IPU to a different one."""
+    src, dst = int_attr(op, "src_ipu"), int_attr(op, "dst_ipu")
+    if src == dst:
+        raise VerifyError(f"copies from IPU {src} to itself; remove the copy")
+    t_in = tensor_type(op.input, "input")
+    if t_in != op.output.type:
+        raise VerifyError(f"result type {op.output.type} differs from input type {t_in}")
+
+
+class CopyOp(Ipu.Operation, name="copy"):
+    """Copy a tensor between IPUs over the IPU-Links.
+
+    `%b = "ipu.copy"(%a) {src_ipu = 0 : i64, dst_ipu = 1 : i64}
+        : (tensor<4xf32>) -> tensor<4xf32>`
+    """
+
+    input: Operand[ir.RankedTensorType]
+    src_ipu: ir.IntegerAttr
+    dst_ipu: ir.IntegerAttr
+    output: Result[ir.RankedTensorType] = result()
+
+    verify_invariants = verified(_check_copy)
+
+
+def _check_stream(op: "HostLoadOp | HostStoreOp") -> None:
+    """A host stream has a non-empty name."""
+    if not str_attr(op, "stream"):
+        raise VerifyError("attribute 'stream' must not be empty")
+
+
+class HostLoadOp(Ipu.Operation, name="host_load"):
+    """Read the next value of a host-to-device stream.
+
+    `%x = "ipu.host_load"() {stream = "input0"} : () -> tensor<8x4xf32>`
+    """
+
+    stream: ir.StringAttr
+    output: Result[ir.RankedTensorType] = result()
+
+    verify_invariants = verified(_check_stream)
+
+
+class HostStoreOp(Ipu.Operation, name="host_store"):
+    """Write a value to a device-to-host stream.
+
+    `"ipu.host_store"(%y) {stream = "output0"} : (tensor<8x2xf32>) -> ()`
+    """
+
+    input: Operand[ir.RankedTensorType]
+    stream: ir.StringAttr
+
+    verify_invariants = verified(_check_stream)
+
+
+def check_replica_group(op: ir.OpView, name: str = "group") -> tuple[str, int]:
+    """Validate a `#ipu.replica_group` attribute and return (kind, size)."""
+    attr = op.attributes[name]
+    if not isinstance(attr, ReplicaGroupAttr):
+        raise VerifyError(f"attribute '{name}' must be a #ipu.replica_group, got {attr}")
+    kind, size = attr.kind.maybe_downcast().value, attr.size.maybe_downcast().value
+    if kind not in REPLICA_GROUP_KINDS:
+        choices = ", ".join(f'"{k}"' for k in REPLICA_GROUP_KINDS)
+        raise VerifyError(f"replica group kind must be one of {choices}, got \"{kind}\"")
+    if kind in ("consecutive", "orthogonal") and size < 1:
+        raise VerifyError(f"a \"{kind}\" replica group needs a size >= 1, got {size}")
+    if kind in ("all", "no_grouping") and size != 0:
+        raise VerifyError(f"a \"{kind}\" replica group takes size 0, got {size}")
+    return kind, size
+
+
+def _check_all_reduce(op: "AllReduceOp") -> None:
+    """All-reduce keeps the type and reduces with a known operator over a valid group."""
+    str_attr(op, "reduction", COLLECTIVE_OPS)
+    check_replica_group(op)
+    if op.input.type != op.output.type:
+        raise VerifyError(
+            f"result type {op.output.type} differs from input type {op.input.type}"
+        )
+
+
+class AllReduceOp(Ipu.Operation, name="all_reduce"):
+    """Reduce a tensor across the replicas of each replica group.
+
+    `%g = "ipu.all_reduce"(%x) {reduction = "sum", group = #ipu.replica_group<"all", 0 : i64>}
+        : (tensor<4xf32>) -> tensor<4xf32>`
+    """
+
+    input: Operand[ir.RankedTensorType]
+    reduction: ir.StringAttr
+    group: ReplicaGroupAttr
+    output: Result[ir.RankedTensorType] = result()
+
+    verify_invariants = verified(_check_all_reduce)

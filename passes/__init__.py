@@ -1,0 +1,33 @@
+"""MLIR passes on the ipu dialect (installed as `poptorch.passes`).
+
+Importing this package registers every pass; `all_passes()` lists them and
+`parse_pipeline` / `build_pass_manager` turn pipeline text into an MLIR PassManager.
+"""
+
+from . import import_annotations
+from .pipeline import PipelineError, build_pass_manager, parse_pipeline
+from .registry import (
+    DiagnosticWarning,
+    Option,
+    Pass,
+    PassError,
+    PassOptionError,
+    all_passes,
+    get_pass,
+    register,
+)
+
+__all__ = [
+    "DiagnosticWarning",
+    "Option",
+    "Pass",
+    "PassError",
+    "PassOptionError",
+    "PipelineError",
+    "all_passes",
+    "build_pass_manager",
+    "get_pass",
+    "import_annotations",
+    "parse_pipeline",
+    "register",
+]

@@ -1,0 +1,211 @@
+"""The one pass registry: argument -> pass class, read by ipu-opt, --list-passes and the API.
+
+A pass is a subclass of `Pass` with a kebab-case `argument` (`ipu-...`), a one-line
+`description`, typed `options`, and a `run(module)` method that walks and rewrites the
+IR. `@register` adds it to the table. `Pass.add_to(pm)` puts an instance into an MLIR
+PassManager as a Python-defined pass, so it runs between upstream and torch-mlir passes
+in one pipeline, with IR printing and verification by MLIR itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+import warnings
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from torch_mlir import ir
+from torch_mlir.passmanager import PassManager
+
+log = logging.getLogger("poptorch.passes")
+
+
+class PassOptionError(ValueError):
+    """A pass option that does not exist or whose value has the wrong type."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """A typed pass option: `name` as written on the command line (kebab-case)."""
+
+    name: str
+    type: type  # bool, int, float or str
+    default: Any
+    description: str
+
+    @property
+    def attribute(self) -> str:
+        """The Python attribute the value lands in on the pass instance."""
+        return self.name.replace("-", "_")
+
+    def parse(self, text: str, argument: str) -> Any:
+        """Convert the textual value `text` as MLIR's pass option parser would."""
+        if self.type is bool:
+            if text in ("", "true", "1"):
+                return True
+            if text in ("false", "0"):
+                return False
+        else:
+            try:
+                return self.type(text)
+            except ValueError:
+                pass
+        raise PassOptionError(
+            f"option '{self.name}' of pass '{argument}' expects "
+            f"{_TYPE_NAMES[self.type]}, got '{text}'"
+        )
+
+
+_TYPE_NAMES = {
+    bool: "a boolean (true/false)",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+}
+
+
+class PassError(Exception):
+    """Raised by `Pass.error`: the pass failed on `op` with a user-facing message."""
+
+    def __init__(self, op: ir.Operation | ir.OpView, message: str) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+class DiagnosticWarning(UserWarning):
+    """A warning or remark a pass emits at an op's location.
+
+    MLIR's Python bindings can only emit errors, so warnings travel as Python warnings:
+    API users see them through `warnings`, and ipu-opt prints and verifies them like
+    MLIR diagnostics.
+    """
+
+    def __init__(self, location: ir.Location, message: str, severity: str = "warning") -> None:
+        super().__init__(message)
+        self.location = location
+        self.message = message
+        self.severity = severity
+
+
+class Pass:
+    """Base of every ipu pass. Subclasses set `argument`, `description`, `options`."""
+
+    argument: ClassVar[str]
+    description: ClassVar[str]
+    options: ClassVar[tuple[Option, ...]] = ()
+
+    def __init__(self, **values: Any) -> None:
+        known = {o.attribute: o for o in self.options}
+        for key, value in values.items():
+            if key not in known:
+                raise PassOptionError(self._unknown_option(key.replace("_", "-")))
+            if not isinstance(value, known[key].type):
+                raise PassOptionError(
+                    f"option '{known[key].name}' of pass '{self.argument}' expects "
+                    f"{_TYPE_NAMES[known[key].type]}, got {value!r}"
+                )
+        for opt in self.options:
+            setattr(self, opt.attribute, values.get(opt.attribute, opt.default))
+
+    @classmethod
+    def from_text(cls, text: str) -> Pass:
+        """Build from MLIR's option syntax: `a=1 b=true` (space separated)."""
+        by_name = {o.name: o for o in cls.options}
+        values = {}
+        for item in text.split():
+            name, _, value = item.partition("=")
+            if name not in by_name:
+                raise PassOptionError(cls._unknown_option(name))
+            values[by_name[name].attribute] = by_name[name].parse(value, cls.argument)
+        return cls(**values)
+
+    @classmethod
+    def _unknown_option(cls, name: str) -> str:
+        choices = ", ".join(o.name for o in cls.options) or "none"
+        return f"pass '{cls.argument}' has no option '{name}' (options: {choices})"
+
+    def option_text(self) -> str:
+        """The options as `{a=1 b=true}` (empty when the pass has none)."""
+        if not self.options:
+            return ""
+        items = " ".join(f"{o.name}={_format(getattr(self, o.attribute))}" for o in self.options)
+        return "{" + items + "}"
+
+    def run(self, module: ir.Operation) -> None:
+        """Transform `module` in place; report user errors with `self.error`."""
+        raise NotImplementedError
+
+    @staticmethod
+    def walk(op: ir.Operation) -> list[ir.Operation]:
+        """Every op nested in `op` (pre-order), as a list to loop over.
+
+        Loop over this rather than raising inside an `op.walk` callback: the bindings
+        turn an exception in a callback into a bare "Exception raised in callback".
+        """
+        ops: list[ir.Operation] = []
+
+        def visit(inner: ir.Operation) -> ir.WalkResult:
+            ops.append(inner)
+            return ir.WalkResult.ADVANCE
+
+        op.walk(visit, ir.WalkOrder.PRE_ORDER)
+        return ops
+
+    def error(self, op: ir.Operation | ir.OpView, message: str) -> PassError:
+        """An error at `op`'s location; `raise self.error(op, "...")` fails the pass."""
+        return PassError(op, message)
+
+    def warn(self, op: ir.Operation | ir.OpView, message: str) -> None:
+        """Emit a warning diagnostic at `op`'s location."""
+        warnings.warn(DiagnosticWarning(op.location, message), stacklevel=2)
+
+    def remark(self, op: ir.Operation | ir.OpView, message: str) -> None:
+        """Emit a remark diagnostic at `op`'s location."""
+        warnings.warn(DiagnosticWarning(op.location, message, "remark"), stacklevel=2)
+
+    def add_to(self, pm: PassManager) -> None:
+        """Append this pass to `pm` as a Python-defined MLIR pass."""
+
+        def run(op: ir.Operation, pass_: Any) -> None:
+            try:
+                self.run(op)
+            except PassError as err:
+                err.op.location.emit_error(str(err))
+                pass_.signal_pass_failure()
+            except Exception as err:  # noqa: BLE001 - a pass bug must stay a diagnostic
+                log.debug("pass %s crashed:\n%s", self.argument, traceback.format_exc())
+                op.location.emit_error(
+                    f"internal error in pass '{self.argument}': {type(err).__name__}: {err}"
+                )
+                pass_.signal_pass_failure()
+
+        pm.add(run, name=type(self).__name__, argument=self.argument,
+               description=self.description)
+
+
+def _format(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+_REGISTRY: dict[str, type[Pass]] = {}
+
+
+def register(cls: type[Pass]) -> type[Pass]:
+    """Class decorator adding a pass to the registry; an argument registers once."""
+    if not cls.argument.startswith("ipu-"):
+        raise ValueError(f"pass argument '{cls.argument}' must start with 'ipu-'")
+    if cls.argument in _REGISTRY:
+        raise ValueError(f"pass '{cls.argument}' is registered twice")
+    _REGISTRY[cls.argument] = cls
+    return cls
+
+
+def get_pass(argument: str) -> type[Pass] | None:
+    """The registered pass class for `argument`, or None."""
+    return _REGISTRY.get(argument)
+
+
+def all_passes() -> list[type[Pass]]:
+    """Every registered pass, sorted by argument."""
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]

@@ -1,0 +1,1 @@
+"""Command-line tools: the `ipu-opt` pass driver and its diagnostics verifier."""
