@@ -12,10 +12,19 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 
 from . import elementwise, linear, structure
-from .ipu import Ipu, ReplicaGroupAttr, replica_group
+from .ipu import Ipu, ReplicaGroupAttr, StageAttr, replica_group, stage_attr
 
-__all__ = ["Ipu", "ReplicaGroupAttr", "elementwise", "linear", "make_context", "replica_group",
-           "structure"]
+__all__ = [
+    "Ipu",
+    "ReplicaGroupAttr",
+    "StageAttr",
+    "elementwise",
+    "linear",
+    "make_context",
+    "replica_group",
+    "stage_attr",
+    "structure",
+]
 
 
 def make_context() -> ir.Context:

@@ -44,13 +44,14 @@ def _check_unary(op: "UnaryOp") -> None:
 
 def broadcast_shape(lhs: list[int], rhs: list[int]) -> list[int] | None:
     """NumPy broadcasting of two shapes (dynamic sizes allowed); None if incompatible."""
+    dynamic = ir.ShapedType.is_dynamic_size
     out = []
     for i in range(1, max(len(lhs), len(rhs)) + 1):
         a = lhs[-i] if i <= len(lhs) else 1
         b = rhs[-i] if i <= len(rhs) else 1
-        if a == 1:
-            out.append(b)
-        elif b == 1 or dims_compatible(a, b):
+        if a == 1 or dynamic(a) and b != 1:
+            out.append(b)  # a static size other than 1 decides a dynamic one
+        elif b == 1 or dynamic(b) or a == b:
             out.append(a)
         else:
             return None

@@ -1,17 +1,16 @@
-"""Structural ipu ops: stage regions, inter-IPU copies, host streams, replica collectives.
+"""Structural ipu ops: inter-IPU copies, host streams, replica collectives.
 
 These carry the partitioning that the multi-IPU passes build: a model is split into
-`ipu.stage` regions placed on IPUs, values crossing IPUs go through `ipu.copy`, data
-enters and leaves through `ipu.host_load` / `ipu.host_store`, and replicas combine
-values with `ipu.all_reduce` over a `#ipu.replica_group`.
+stages placed on IPUs (`func.func`s tagged `ipu.stage = #ipu.stage<stage, ipu>`, see
+`dialects/ipu.py` for why stages are functions and not an IRDL region op), values
+crossing IPUs go through `ipu.copy`, data enters and leaves through `ipu.host_load` /
+`ipu.host_store`, and replicas combine values with `ipu.all_reduce` over a
+`#ipu.replica_group`.
 """
 
 
-from collections.abc import Sequence
-from typing import Any
-
 from torch_mlir import ir
-from torch_mlir.dialects.ext import Operand, Region, Result, result
+from torch_mlir.dialects.ext import Operand, Result, result
 
 from .ipu import (
     REPLICA_GROUP_KINDS,
@@ -25,58 +24,6 @@ from .ipu import (
 )
 
 COLLECTIVE_OPS = ("sum", "mean", "max", "min")
-
-
-def _check_stage(op: "StageOp") -> None:
-    """A stage has non-negative ids and one block ending in ipu.yield of its result types."""
-    int_attr(op, "stage")
-    int_attr(op, "ipu")
-    blocks = list(op.body.blocks)
-    if len(blocks) != 1:
-        raise VerifyError(f"expects a body region with one block, got {len(blocks)}")
-    ops = list(blocks[0].operations)
-    if not ops or ops[-1].operation.name != "ipu.yield":
-        raise VerifyError("body must end with 'ipu.yield'")
-    yielded = [v.type for v in ops[-1].operation.operands]
-    expected = [r.type for r in op.operation.results]
-    if yielded != expected:
-        raise VerifyError(
-            f"yields ({', '.join(map(str, yielded))}) but its results are "
-            f"({', '.join(map(str, expected))})"
-        )
-
-
-class StageOp(Ipu.Operation, name="stage"):
-    """A pipeline stage placed on one IPU; its body's `ipu.yield` gives its results.
-
-    `%r = "ipu.stage"() ({ ... "ipu.yield"(%v) : (tensor<4xf32>) -> () })
-        {stage = 0 : i64, ipu = 1 : i64} : () -> tensor<4xf32>`
-    """
-
-    stage: ir.IntegerAttr
-    ipu: ir.IntegerAttr
-    outputs: Sequence[Result[Any]] = result()
-    body: Region
-
-    verify_invariants = verified(_check_stage)
-
-
-def _check_yield(op: "YieldOp") -> None:
-    """ipu.yield terminates a stage body."""
-    parent = op.operation.parent
-    if parent is None or parent.name != "ipu.stage":
-        raise VerifyError("expects parent op 'ipu.stage'")
-
-
-class YieldOp(Ipu.Operation, name="yield", traits=[ir.IsTerminatorTrait]):
-    """Terminates a region and gives the enclosing op its results.
-
-    `"ipu.yield"(%v) : (tensor<4xf32>) -> ()`
-    """
-
-    values: Sequence[Operand[Any]]
-
-    verify_invariants = verified(_check_yield)
 
 
 def _check_copy(op: "CopyOp") -> None:
@@ -139,7 +86,10 @@ def check_replica_group(op: ir.OpView, name: str = "group") -> tuple[str, int]:
     attr = op.attributes[name]
     if not isinstance(attr, ReplicaGroupAttr):
         raise VerifyError(f"attribute '{name}' must be a #ipu.replica_group, got {attr}")
-    kind, size = attr.kind.maybe_downcast().value, attr.size.maybe_downcast().value
+    kind, size = attr.kind.maybe_downcast(), attr.size.maybe_downcast()
+    if size.type.width == 1:
+        raise VerifyError(f"replica group size must be an integer, got {size}")
+    kind, size = kind.value, size.value
     if kind not in REPLICA_GROUP_KINDS:
         choices = ", ".join(f'"{k}"' for k in REPLICA_GROUP_KINDS)
         raise VerifyError(f"replica group kind must be one of {choices}, got \"{kind}\"")

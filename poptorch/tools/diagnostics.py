@@ -4,7 +4,8 @@ Diagnostics reach Python three ways: in `MLIRError.error_diagnostics` (parse and
 pipeline failures), through a context's diagnostic handler (errors emitted outside a
 failing operation), and as `DiagnosticWarning` Python warnings (warnings and remarks
 from ipu passes, which the bindings cannot emit). `Collector` gathers all three as
-`Diagnostic` records. Text parsed from a string gets the file name "-"; `relocate`
+`Diagnostic` records. Like mlir-opt, `--verify-diagnostics` leaves out the verifier's
+"see current operation" notes. Text parsed from a string gets the file name "-"; `relocate`
 and `Collector` map it back to the real input name.
 """
 
@@ -27,6 +28,7 @@ _SEVERITIES = {
     ir.DiagnosticSeverity.NOTE: "note",
 }
 PARSED_NAME = "-"  # the file name MLIR gives text parsed from a string
+OP_NOTE = "see current operation:"  # the verifier's note printing the failing op
 
 
 def downcast(loc: ir.Location) -> ir.Location:
@@ -85,8 +87,9 @@ def relocate_module(module: ir.Module, filename: str) -> None:
 class Collector:
     """Gathers the diagnostics of one input chunk as `Diagnostic` records."""
 
-    def __init__(self, context: ir.Context, filename: str) -> None:
+    def __init__(self, context: ir.Context, filename: str, op_notes: bool = True) -> None:
         self.filename = filename
+        self.op_notes = op_notes
         self.diagnostics: list[Diagnostic] = []
         context.attach_diagnostic_handler(self._handle)
 
@@ -105,6 +108,8 @@ class Collector:
     def add(self, diag: ir.Diagnostic | ir.DiagnosticInfo) -> None:
         """Record an MLIR diagnostic and its notes."""
         severity = _SEVERITIES.get(diag.severity, "error")
+        if not self.op_notes and severity == "note" and diag.message.startswith(OP_NOTE):
+            return
         self.diagnostics.append(self.make(severity, diag.location, diag.message))
         for note in diag.notes:
             self.add(note)

@@ -178,7 +178,7 @@ def process_chunk(chunk: Chunk, filename: str, args: argparse.Namespace,
     """Parse, transform and print one chunk: (output or None, messages, failed)."""
     context = make_context()
     context.allow_unregistered_dialects = args.allow_unregistered_dialect
-    collector = Collector(context, filename)
+    collector = Collector(context, filename, op_notes=not args.verify_diagnostics)
     output = None
     with context, collector.warnings():
         try:
