@@ -19,5 +19,5 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest
 	$(VENV)/bin/lit -sv test
+	$(PY) -m pytest

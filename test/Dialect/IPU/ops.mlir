@@ -1,5 +1,6 @@
 // RUN: ipu-opt %s | FileCheck %s
 // RUN: ipu-opt %s | ipu-opt | FileCheck %s
+// RUN: ipu-opt %s -o %t.1 && ipu-opt %t.1 -o %t.2 && diff %t.1 %t.2
 
 // Every ipu op parses, verifies and prints back in generic form; the second RUN line
 // checks that the printed form parses to the same IR.
