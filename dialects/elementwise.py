@@ -9,7 +9,7 @@ the tables below so that a family shares one verifier (as PopLibs' popops does).
 from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result, result
 
-from .ipu import Ipu, VerifyError, dims_compatible, shape_str, tensor_type, verified
+from .ipu import Ipu, VerifyError, binary_types, dims_compatible, shape_str, tensor_type, verified
 
 # op name -> what it computes (the docstring of the generated class)
 UNARY = {
@@ -60,13 +60,7 @@ def broadcast_shape(lhs: list[int], rhs: list[int]) -> list[int] | None:
 
 def _check_binary(op: "BinaryOp") -> None:
     """Operands share the element type and broadcast to the result shape."""
-    lhs, rhs = tensor_type(op.lhs, "lhs"), tensor_type(op.rhs, "rhs")
-    out = tensor_type(op.output, "result")
-    if not (lhs.element_type == rhs.element_type == out.element_type):
-        raise VerifyError(
-            f"element types differ: lhs {lhs.element_type}, rhs {rhs.element_type}, "
-            f"result {out.element_type}"
-        )
+    lhs, rhs, out = binary_types(op)
     shape = broadcast_shape(lhs.shape, rhs.shape)
     if shape is None:
         raise VerifyError(

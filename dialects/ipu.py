@@ -128,6 +128,18 @@ def tensor_type(value: ir.Value, what: str) -> ir.RankedTensorType:
     return t
 
 
+def binary_types(op: ir.OpView) -> tuple[ir.RankedTensorType, ...]:
+    """The (lhs, rhs, output) tensor types of a two-operand op, all of one element type."""
+    lhs, rhs = tensor_type(op.lhs, "lhs"), tensor_type(op.rhs, "rhs")
+    out = tensor_type(op.output, "result")
+    if not (lhs.element_type == rhs.element_type == out.element_type):
+        raise VerifyError(
+            f"element types differ: lhs {lhs.element_type}, rhs {rhs.element_type}, "
+            f"result {out.element_type}"
+        )
+    return lhs, rhs, out
+
+
 def int_attr(op: ir.OpView, name: str, minimum: int | None = 0) -> int:
     """An integer attribute's value, checked against a lower bound."""
     attr = op.attributes[name]

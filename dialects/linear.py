@@ -5,7 +5,7 @@ from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result, result
 
 from .elementwise import broadcast_shape
-from .ipu import Ipu, VerifyError, dims_compatible, shape_str, tensor_type, verified
+from .ipu import Ipu, VerifyError, binary_types, dims_compatible, shape_str, verified
 
 
 def matmul_shape(lhs: list[int], rhs: list[int]) -> list[int]:
@@ -28,13 +28,7 @@ def matmul_shape(lhs: list[int], rhs: list[int]) -> list[int]:
 
 def _check_matmul(op: "MatMulOp") -> None:
     """Same element types; result shape as torch.matmul gives it."""
-    lhs, rhs = tensor_type(op.lhs, "lhs"), tensor_type(op.rhs, "rhs")
-    out = tensor_type(op.output, "result")
-    if not (lhs.element_type == rhs.element_type == out.element_type):
-        raise VerifyError(
-            f"element types differ: lhs {lhs.element_type}, rhs {rhs.element_type}, "
-            f"result {out.element_type}"
-        )
+    lhs, rhs, out = binary_types(op)
     shape = matmul_shape(lhs.shape, rhs.shape)
     if len(shape) != out.rank or not all(map(dims_compatible, shape, out.shape)):
         raise VerifyError(

@@ -20,6 +20,7 @@ import traceback
 from dataclasses import dataclass
 
 from torch_mlir import ir
+from torch_mlir.passmanager import PassManager
 
 from poptorch.dialects import make_context
 from poptorch.passes import (
@@ -38,6 +39,19 @@ from .verify_diagnostics import format_diagnostic, verify
 
 SPLIT_MARKER = "// -----"
 PROG = "ipu-opt"
+
+
+# The driver's on/off flags, as mlir-opt spells them.
+SWITCHES = {
+    "--split-input-file": f"process each '{SPLIT_MARKER}' separated chunk on its own",
+    "--verify-diagnostics": "check diagnostics against expected-* comments in the input",
+    "--mlir-print-ir-after-all": "print the IR to stderr after every pass",
+    "--mlir-print-ir-before-all": "print the IR to stderr before every pass",
+    "--mlir-print-debuginfo": "print locations in the output",
+    "--mlir-print-op-generic": "print every op in generic form",
+    "--allow-unregistered-dialect": "accept ops of dialects that are not loaded",
+    "--list-passes": "list the ipu passes and their options, then exit",
+}
 
 
 class UsageError(Exception):
@@ -59,22 +73,8 @@ def make_parser() -> _Parser:
     parser.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
     parser.add_argument("--pass-pipeline", help="textual pipeline, e.g. "
                         "'builtin.module(ipu-import-annotations, canonicalize)'")
-    parser.add_argument("--split-input-file", action="store_true",
-                        help=f"process each '{SPLIT_MARKER}' separated chunk on its own")
-    parser.add_argument("--verify-diagnostics", action="store_true",
-                        help="check diagnostics against expected-* comments in the input")
-    parser.add_argument("--mlir-print-ir-after-all", action="store_true",
-                        help="print the IR to stderr after every pass")
-    parser.add_argument("--mlir-print-ir-before-all", action="store_true",
-                        help="print the IR to stderr before every pass")
-    parser.add_argument("--mlir-print-debuginfo", action="store_true",
-                        help="print locations in the output")
-    parser.add_argument("--mlir-print-op-generic", action="store_true",
-                        help="print every op in generic form")
-    parser.add_argument("--allow-unregistered-dialect", action="store_true",
-                        help="accept ops of dialects that are not loaded")
-    parser.add_argument("--list-passes", action="store_true",
-                        help="list the ipu passes and their options, then exit")
+    for flag, help_text in SWITCHES.items():
+        parser.add_argument(flag, action="store_true", help=help_text)
     group = parser.add_argument_group("ipu passes (run in command-line order)")
     for cls in all_passes():
         group.add_argument(f"--{cls.argument}", metavar="OPTIONS", nargs="?",
@@ -132,7 +132,7 @@ def pipeline_steps(args: argparse.Namespace, flags: list[tuple[str, str]]) -> li
         raise UsageError("--pass-pipeline cannot be combined with individual pass flags "
                          f"(got --{flags[0][0]})")
     if args.pass_pipeline is not None:
-        return parse_pipeline(args.pass_pipeline)
+        return parse_pipeline(args.pass_pipeline)  # anchored as written: no implicit nesting
     steps: list[Pass | str] = []
     for name, options in flags:
         cls = get_pass(name)
@@ -145,8 +145,6 @@ def pipeline_steps(args: argparse.Namespace, flags: list[tuple[str, str]]) -> li
 
 def nest_flag_passes(steps: list[Pass | str], context: ir.Context) -> list[Pass | str]:
     """Nest function passes given as flags under func.func, as mlir-opt's flags do."""
-    from torch_mlir.passmanager import PassManager
-
     nested = []
     for step in steps:
         if isinstance(step, str):
@@ -187,7 +185,7 @@ def process_chunk(chunk: Chunk, filename: str, args: argparse.Namespace,
             collector.add_error(err)
         else:
             relocate_module(module, filename)
-            pm = build_pass_manager(nest_flag_passes(steps, context), context)
+            pm = build_pass_manager(steps, context)
             if args.mlir_print_ir_after_all or args.mlir_print_ir_before_all:
                 pm.enable_ir_printing(print_before_all=args.mlir_print_ir_before_all,
                                       print_after_all=args.mlir_print_ir_after_all)
@@ -229,7 +227,9 @@ def run(argv: list[str]) -> int:
     try:
         steps = pipeline_steps(args, flags)
         with make_context() as context:  # check every pass and option before any input
-            build_pass_manager(nest_flag_passes(steps, context), context)
+            if flags:
+                steps = nest_flag_passes(steps, context)
+            build_pass_manager(steps, context)
     except (PipelineError, PassOptionError) as err:
         raise UsageError(str(err)) from None
     text, filename = read_input(args.input)

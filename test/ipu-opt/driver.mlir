@@ -3,6 +3,8 @@
 
 // RUN: ipu-opt < %s --split-input-file | FileCheck %s
 // RUN: ipu-opt %s --split-input-file -o %t.out && FileCheck %s --input-file %t.out
+// A torch-mlir function pass given as a flag is nested under func.func, as mlir-opt does.
+// RUN: ipu-opt %s --split-input-file --torch-reduce-op-variants | FileCheck %s
 // CHECK-LABEL: func.func @first
 // CHECK: // -----
 // CHECK-LABEL: func.func @second

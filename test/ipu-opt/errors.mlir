@@ -69,3 +69,9 @@ func.func @undefined_value() {
 // RUN: not ipu-opt %s -o %t.no-such-dir/out.mlir 2>&1 | FileCheck %s --check-prefix=OUTPUT
 // OUTPUT: ipu-opt: error: could not open output file '{{.*}}out.mlir': No such file or directory{{.*}}
 // OUTPUT-NOT: {{.+}}
+
+// A --pass-pipeline is anchored as written: a function pass at module level is an
+// error there (as in mlir-opt), while the same pass given as a flag is nested.
+// RUN: not ipu-opt %s --pass-pipeline='builtin.module(torch-reduce-op-variants)' 2>&1 | FileCheck %s --check-prefix=ANCHOR
+// ANCHOR: ipu-opt: error: Can't add pass 'ReduceOpVariants' restricted to 'func.func' on a PassManager intended to run on 'builtin.module', did you intend to nest?{{.*}}
+// ANCHOR-NOT: {{.+}}
