@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
+from torch_mlir.passmanager import PassManager
 
-from . import elementwise, linear, structure
+from . import creation, elementwise, linear, structure
 from .ipu import Ipu, ReplicaGroupAttr, StageAttr, replica_group, stage_attr
 
 __all__ = [
     "Ipu",
     "ReplicaGroupAttr",
     "StageAttr",
+    "creation",
     "elementwise",
     "linear",
     "make_context",
@@ -28,10 +30,15 @@ __all__ = [
 
 
 def make_context() -> ir.Context:
-    """A new context holding the torch and ipu dialects, safe for Python verifiers."""
+    """A new context holding the torch, torch_c and ipu dialects, safe for Python verifiers."""
     ctx = ir.Context()
     ctx.enable_multithreading(False)
     torch_dialect.register_dialect(ctx)
     with ctx, ir.Location.unknown():
         Ipu.load()
+        # torch_c (TorchConversion), which the torch -> ipu conversion creates casts in, has
+        # no Python registration hook: running a pass that depends on it loads it.
+        PassManager.parse("builtin.module(torch-func-backend-type-conversion)").run(
+            ir.Module.create().operation
+        )
     return ctx

@@ -26,6 +26,15 @@ class Ipu(Dialect, name="ipu"):
     """The IPU dialect: graph-level compute ops and machine-level structure."""
 
 
+# A builtin attribute class the bindings leave without the `attr_name` that IRDL
+# constraints are built from. (`dense<...>` elements attributes have no registered name
+# IRDL can use at all: ops holding one declare it `Any` and check it in Python.)
+class DenseI64Array(ir.DenseI64ArrayAttr):
+    """Constraint for `array<i64: ...>` attributes (dims, sizes, strides)."""
+
+    attr_name = "builtin.dense_array"
+
+
 class ReplicaGroupAttr(Ipu.Attribute, name="replica_group"):
     """Which replicas a collective or a grouped variable spans.
 
@@ -161,6 +170,14 @@ def str_attr(op: ir.OpView, name: str, allowed: Iterable[str] | None = None) -> 
         choices = ", ".join(f'"{a}"' for a in allowed)
         raise VerifyError(f"attribute '{name}' must be one of {choices}, got \"{value}\"")
     return value
+
+
+def i64_array(op: ir.OpView, name: str) -> list[int]:
+    """The values of a `array<i64: ...>` attribute."""
+    attr = op.attributes[name]
+    if not isinstance(attr, ir.DenseI64ArrayAttr):
+        raise VerifyError(f"attribute '{name}' must be an array<i64: ...>, got {attr}")
+    return list(attr)
 
 
 def shape_str(shape: Sequence[int]) -> str:

@@ -1,0 +1,49 @@
+"""ipu ops that create tensors: constants and index ranges."""
+
+from typing import Any
+
+from torch_mlir import ir
+from torch_mlir.dialects.ext import Pure, Result, result
+
+from .ipu import Ipu, VerifyError, int_attr, tensor_type, verified
+
+
+def _check_constant(op: "ConstantOp") -> None:
+    """The value is a dense elements attribute of the result type."""
+    out = tensor_type(op.output, "result")
+    if not isinstance(op.value, ir.DenseElementsAttr):
+        raise VerifyError(f"attribute 'value' must be a dense elements attribute, got {op.value}")
+    if op.value.type != out:
+        raise VerifyError(f"value of type {op.value.type} does not match the result type {out}")
+
+
+class ConstantOp(Ipu.Operation, name="constant", traits=[Pure]):
+    """A tensor known at compile time.
+
+    `%c = "ipu.constant"() {value = dense<1.0> : tensor<2xf32>} : () -> tensor<2xf32>`
+    """
+
+    value: Any  # a dense elements attribute: IRDL cannot name that class
+    output: Result[ir.RankedTensorType] = result()
+
+    verify_invariants = verified(_check_constant)
+
+
+def _check_iota(op: "IotaOp") -> None:
+    """Counting along an existing dimension of the result."""
+    out = tensor_type(op.output, "result")
+    dim = int_attr(op, "dim")
+    if dim >= out.rank:
+        raise VerifyError(f"dim {dim} is out of range for a result of rank {out.rank}")
+
+
+class IotaOp(Ipu.Operation, name="iota", traits=[Pure]):
+    """0, 1, 2, ... along `dim`, broadcast over the other dimensions (popops::iota).
+
+    `%i = "ipu.iota"() {dim = 0 : i64} : () -> tensor<5xi32>`
+    """
+
+    dim: ir.IntegerAttr
+    output: Result[ir.RankedTensorType] = result()
+
+    verify_invariants = verified(_check_iota)

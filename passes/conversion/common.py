@@ -1,0 +1,191 @@
+"""Shared machinery of the torch -> ipu conversion: the pattern table and the builder.
+
+Each op family module exposes `populate_<family>(patterns)`, which registers one
+lowering per aten op with `patterns.lower("torch.aten.relu", fn)`. Registering an op
+also marks it illegal: after the conversion no `torch.aten.*` op may remain, and one
+that does is reported as unsupported with the user's source location (and the reason a
+lowering declined it, when one did).
+
+A lowering is `fn(op, b) -> value(s)`: it reads the torch op, builds ipu ops on builtin
+tensors through the `Builder` `b` (inserted before `op`, at `op`'s location) and returns
+the builtin values that replace the op's results. Casts between `!torch.vtensor` and
+builtin tensors (`torch_c.to_builtin_tensor` / `from_builtin_tensor`) are inserted
+around it and fold away when producer and consumer are both converted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from torch_mlir import ir, rewrite
+
+TO_BUILTIN = "torch_c.to_builtin_tensor"
+FROM_BUILTIN = "torch_c.from_builtin_tensor"
+
+# torch dtype spelling in !torch.vtensor -> builtin element type, numpy dtype
+_DTYPES = {
+    "f32": ("f32", np.float32),
+    "f16": ("f16", np.float16),
+    "bf16": ("bf16", None),
+    "f64": ("f64", np.float64),
+    "si64": ("i64", np.int64),
+    "si32": ("i32", np.int32),
+    "si16": ("i16", np.int16),
+    "si8": ("i8", np.int8),
+    "ui8": ("ui8", np.uint8),
+    "i1": ("i1", np.bool_),
+}
+_VTENSOR = re.compile(r"!torch\.vtensor<\[([^\]]*)\],(\w+)>")
+
+
+class Unsupported(Exception):
+    """Raised by a lowering that cannot convert this instance of its op."""
+
+
+def builtin_type(torch_type: ir.Type) -> ir.RankedTensorType:
+    """`!torch.vtensor<[2,?],f32>` as `tensor<2x?xf32>`."""
+    match = _VTENSOR.fullmatch(str(torch_type))
+    if not match:
+        raise Unsupported(f"expected a tensor with known rank and dtype, got {torch_type}")
+    dims, dtype = match.groups()
+    if dtype not in _DTYPES:
+        raise Unsupported(f"element type {dtype} is not supported on the IPU")
+    shape = [ir.ShapedType.get_dynamic_size() if d == "?" else int(d)
+             for d in dims.split(",") if d]
+    return ir.RankedTensorType.get(shape, ir.Type.parse(_DTYPES[dtype][0]))
+
+
+def numpy_dtype(element_type: ir.Type) -> np.dtype:
+    """The NumPy dtype of a builtin element type."""
+    name = str(element_type)
+    for builtin, np_type in _DTYPES.values():
+        if builtin == name and np_type is not None:
+            return np.dtype(np_type)
+    raise Unsupported(f"element type {name} has no NumPy equivalent")
+
+
+def element_type_of(dtype: Any) -> ir.Type:
+    """The builtin element type of a NumPy dtype."""
+    dtype = np.dtype(dtype)
+    for builtin, np_type in _DTYPES.values():
+        if np_type is not None and np.dtype(np_type) == dtype:
+            return ir.Type.parse(builtin)
+    raise Unsupported(f"dtype {dtype} is not supported on the IPU")
+
+
+class Builder:
+    """Creates ipu ops before the torch op being converted, and reads its constants."""
+
+    def __init__(self, op: ir.OpView) -> None:
+        self.op = op
+
+    # ---- values ---------------------------------------------------------------------
+    def tensor(self, value: ir.Value) -> ir.Value:
+        """The builtin-tensor form of a torch tensor value."""
+        owner = value.owner
+        if isinstance(owner, ir.OpView) and owner.operation.name == FROM_BUILTIN:
+            return owner.operands[0]
+        return ir.Operation.create(TO_BUILTIN, results=[builtin_type(value.type)],
+                                   operands=[value]).result
+
+    def result_type(self, index: int = 0) -> ir.RankedTensorType:
+        """The builtin type of the torch op's result `index`."""
+        return builtin_type(self.op.results[index].type)
+
+    def constant(self, value: Any, element_type: ir.Type,
+                 shape: Sequence[int] = ()) -> ir.Value:
+        """An `ipu.constant` holding `value` (broadcast to `shape`) as `element_type`."""
+        from poptorch.dialects.creation import ConstantOp
+
+        array = np.broadcast_to(np.asarray(value, dtype=numpy_dtype(element_type)), shape)
+        tensor = ir.RankedTensorType.get(list(shape), element_type)
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=tensor)
+        return ConstantOp(attr, tensor).result
+
+    def cast(self, value: ir.Value, element_type: ir.Type) -> ir.Value:
+        """`value` (builtin) converted to `element_type` (no op if it already has it)."""
+        from poptorch.dialects.elementwise import CastOp
+
+        t = value.type
+        if t.element_type == element_type:
+            return value
+        return CastOp(value, ir.RankedTensorType.get(t.shape, element_type)).result
+
+    # ---- constants of the torch op -------------------------------------------------
+    def scalar(self, value: ir.Value) -> Any:
+        """The Python value of a `torch.constant.*` operand (None for torch.constant.none)."""
+        owner = value.owner
+        name = owner.operation.name if isinstance(owner, ir.OpView) else ""
+        if name == "torch.constant.none":
+            return None
+        if name in ("torch.constant.int", "torch.constant.float", "torch.constant.bool"):
+            attr = owner.attributes["value"]
+            return bool(attr.value) if name.endswith("bool") else attr.value
+        if name == "torch.constant.str":
+            return owner.attributes["value"].value
+        if name == "torch.constant.device":
+            return owner.attributes["value"].value
+        raise Unsupported(f"operand {value.get_name()} is not a constant ({name or 'argument'})")
+
+    def scalar_list(self, value: ir.Value) -> list[Any]:
+        """The Python values of a `torch.prim.ListConstruct` of constants."""
+        owner = value.owner
+        if not (isinstance(owner, ir.OpView) and owner.operation.name == "torch.prim.ListConstruct"):
+            raise Unsupported(f"operand {value.get_name()} is not a constant list")
+        return [self.scalar(v) for v in owner.operands]
+
+    def is_none(self, value: ir.Value) -> bool:
+        owner = value.owner
+        return isinstance(owner, ir.OpView) and owner.operation.name == "torch.constant.none"
+
+    def is_tensor(self, value: ir.Value) -> bool:
+        return str(value.type).startswith("!torch.vtensor")
+
+
+Lowering = Callable[[ir.OpView, Builder], "ir.Value | Sequence[ir.Value]"]
+
+
+class Patterns:
+    """The conversion's pattern set and the ops it makes illegal."""
+
+    def __init__(self) -> None:
+        self.set = rewrite.RewritePatternSet()
+        self.illegal: set[str] = set()
+        self.declined: dict[str, str] = {}  # str(location) + op name -> reason
+
+    def lower(self, op_name: str, fn: Lowering) -> None:
+        """Register `fn` as the lowering of `op_name` (once per op)."""
+        if op_name in self.illegal:
+            raise ValueError(f"a lowering for {op_name} is registered twice")
+        self.illegal.add(op_name)
+        self.set.add(op_name, self._pattern(fn))
+
+    def _pattern(self, fn: Lowering):
+        def apply(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+            try:
+                with rewriter.ip, op.location:
+                    results = fn(op, Builder(op))
+                    if isinstance(results, ir.Value):
+                        results = [results]
+                    replacements = [
+                        ir.Operation.create(FROM_BUILTIN, results=[old.type],
+                                            operands=[new]).result
+                        for old, new in zip(op.results, results, strict=True)
+                    ]
+            except Unsupported as reason:
+                self.declined[decline_key(op)] = str(reason)
+                return True  # no match: the op stays and is reported
+            except Exception as err:  # noqa: BLE001 - a lowering bug: report, don't crash
+                self.declined[decline_key(op)] = f"internal error: {type(err).__name__}: {err}"
+                return True
+            rewriter.replace_op(op, replacements)
+            return False
+
+        return apply
+
+
+def decline_key(op: ir.OpView | ir.Operation) -> str:
+    return f"{op.operation.name}@{op.location}"

@@ -1,0 +1,161 @@
+"""Capture: from an nn.Module and example inputs to the torch dialect, with annotations.
+
+The route is the one notes/FRONTEND.md measured: `torch.export.export` inside
+`preserve_node_meta()`, torch-mlir's decomposition table, then `FxImporter`. Weights
+are not frozen: `import_graph_module` makes every lifted parameter, buffer and constant
+a function argument, in the exported graph's placeholder order. poptorch annotations
+(`Block` and friends) set `node.meta["custom"]` through `torch.fx.traceback.annotate`;
+`AnnotatingNodeImporter` carries them in fused-location metadata, which survives
+torch-mlir's rewrites, and the `ipu-import-annotations` pass turns them into attributes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx.traceback as fxtb
+from torch.export.graph_signature import InputKind, OutputKind
+from torch.utils import _pytree as pytree
+from torch_mlir import ir
+from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
+
+from .errors import Error
+
+ANNOTATION_PREFIX = "ipu."
+_state = threading.local()
+
+
+def isRunningOnIpu() -> bool:  # noqa: N802 - PopTorch's name
+    """True while poptorch captures a model for the IPU, False when it runs on the CPU."""
+    return getattr(_state, "capturing", False)
+
+
+@contextlib.contextmanager
+def _capturing():
+    previous = isRunningOnIpu()
+    _state.capturing = True
+    try:
+        yield
+    finally:
+        _state.capturing = previous
+
+
+# The IPU has no 64-bit types: such inputs are narrowed on the host before capture and
+# streaming, as PopTorch does.
+NARROWED = {torch.int64: torch.int32, torch.float64: torch.float32}
+
+
+def narrow(value: Any) -> Any:
+    """`value` with int64/float64 tensors narrowed to int32/float32."""
+    if isinstance(value, torch.Tensor) and value.dtype in NARROWED:
+        return value.to(NARROWED[value.dtype])
+    return value
+
+
+@dataclass
+class Argument:
+    """One argument of the captured function: a weight (by name) or a user input."""
+
+    kind: str  # "parameter", "buffer", "constant" or "input"
+    name: str  # state name for weights, flat input index (as str) for inputs
+    persistent: bool = True
+
+
+@dataclass
+class Captured:
+    """A captured program and how host values map onto its arguments and results."""
+
+    program: torch.export.ExportedProgram
+    arguments: list[Argument]
+    constants: dict[str, torch.Tensor]
+    mutated_buffers: list[str]  # names, in the order they lead the results
+    in_spec: pytree.TreeSpec
+    out_spec: pytree.TreeSpec
+    input_meta: list[tuple[tuple[int, ...], torch.dtype]] = field(default_factory=list)
+
+
+def flatten_inputs(args: tuple, kwargs: dict) -> tuple[list[Any], pytree.TreeSpec]:
+    """Flatten call arguments as torch.export does (tensors are leaves, None is dropped)."""
+    return pytree.tree_flatten((tuple(args), dict(kwargs)))
+
+
+def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
+    """Export `model` called with (already narrowed) example `args` / `kwargs`."""
+    with (
+        _capturing(),
+        fxtb.preserve_node_meta(),
+        torch.backends.mkldnn.flags(enabled=False),
+        torch.no_grad(),
+    ):
+        try:
+            program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+        except Exception as err:  # noqa: BLE001 - torch's own reason, re-raised for the user
+            raise Error(f"could not capture the model with torch.export: {err}",
+                        type="capture") from err
+        program = program.run_decompositions(get_decomposition_table())
+    signature = program.graph_signature
+    arguments, user_index = [], 0
+    for spec in signature.input_specs:
+        if spec.kind == InputKind.USER_INPUT:
+            arguments.append(Argument("input", str(user_index)))
+            user_index += 1
+        elif spec.kind == InputKind.PARAMETER:
+            arguments.append(Argument("parameter", spec.target))
+        elif spec.kind == InputKind.BUFFER:
+            arguments.append(Argument("buffer", spec.target, bool(spec.persistent)))
+        elif spec.kind == InputKind.CONSTANT_TENSOR:
+            arguments.append(Argument("constant", spec.target))
+        else:
+            raise Error(f"unsupported input kind {spec.kind.name} in the captured model",
+                        type="capture")
+    mutated = []
+    for spec in signature.output_specs:
+        if spec.kind == OutputKind.BUFFER_MUTATION:
+            mutated.append(spec.target)
+        elif spec.kind != OutputKind.USER_OUTPUT:
+            raise Error(f"the model mutates a {spec.kind.name.lower().replace('_', ' ')} "
+                        f"('{spec.target}'); only registered buffers may be updated in place",
+                        type="capture")
+    flat, _ = flatten_inputs(args, kwargs)
+    return Captured(
+        program=program,
+        arguments=arguments,
+        constants={k: v for k, v in program.constants.items() if isinstance(v, torch.Tensor)},
+        mutated_buffers=mutated,
+        in_spec=program.call_spec.in_spec,
+        out_spec=program.call_spec.out_spec,
+        input_meta=[(tuple(t.shape), t.dtype) for t in flat if isinstance(t, torch.Tensor)],
+    )
+
+
+class AnnotatingNodeImporter(GraphNodeImporter):
+    """Carries `ipu.*` entries of `node.meta["custom"]` in fused-location metadata."""
+
+    def _import_torch_op_overload(self, loc, node, concrete_target=None):
+        custom = node.meta.get("custom") or {}
+        entries = {k: v for k, v in custom.items() if k.startswith(ANNOTATION_PREFIX)}
+        if entries:
+            metadata = ir.DictAttr.get({k: _attribute(v, self._c) for k, v in entries.items()},
+                                       self._c)
+            loc = ir.Location.fused([loc], metadata=metadata, context=self._c)
+        return super()._import_torch_op_overload(loc, node, concrete_target)
+
+
+def _attribute(value: Any, context: ir.Context) -> ir.Attribute:
+    if isinstance(value, bool):
+        return ir.BoolAttr.get(value, context)
+    if isinstance(value, int):
+        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64, context), value)
+    return ir.StringAttr.get(str(value), context)
+
+
+def import_to_mlir(captured: Captured, context: ir.Context) -> ir.Module:
+    """The captured graph as a torch-dialect module with one function, `@main`."""
+    importer = FxImporter(context=context, graph_node_importer_cls=AnnotatingNodeImporter)
+    importer.import_graph_module(captured.program.graph_module, func_name="main")
+    return importer.module
