@@ -12,7 +12,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.passmanager import PassManager
 
-from . import creation, elementwise, linear, structure
+from . import creation, data_movement, elementwise, linear, structure
 from .ipu import Ipu, ReplicaGroupAttr, StageAttr, replica_group, stage_attr
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "ReplicaGroupAttr",
     "StageAttr",
     "creation",
+    "data_movement",
     "elementwise",
     "linear",
     "make_context",

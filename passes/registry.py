@@ -156,6 +156,11 @@ class Pass:
         """An error at `op`'s location; `raise self.error(op, "...")` fails the pass."""
         return PassError(op, message)
 
+    def report(self, op: ir.Operation | ir.OpView, message: str) -> None:
+        """Emit an error at `op`'s location and go on; the pass fails when it returns."""
+        op.location.emit_error(message)
+        self._failed = True
+
     def warn(self, op: ir.Operation | ir.OpView, message: str) -> None:
         """Emit a warning diagnostic at `op`'s location."""
         warnings.warn(DiagnosticWarning(op.location, message), stacklevel=2)
@@ -168,8 +173,11 @@ class Pass:
         """Append this pass to `pm` as a Python-defined MLIR pass."""
 
         def run(op: ir.Operation, pass_: Any) -> None:
+            self._failed = False
             try:
                 self.run(op)
+                if self._failed:
+                    pass_.signal_pass_failure()
             except PassError as err:
                 err.op.location.emit_error(str(err))
                 pass_.signal_pass_failure()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,25 +80,45 @@ class Captured:
     input_meta: list[tuple[tuple[int, ...], torch.dtype]] = field(default_factory=list)
 
 
+def _scalar_to_tensor(op):
+    return lambda x, other: op(x, torch.scalar_tensor(other, dtype=x.dtype))
+
+
+def decompositions() -> dict:
+    """torch-mlir's decomposition table plus ours, for aten ops torch-mlir's torch dialect
+    has no op for (they would import as an opaque `torch.operator`)."""
+    aten = torch.ops.aten
+    table = dict(get_decomposition_table())
+    table[aten.erfc.default] = lambda x: 1 - aten.erf(x)
+    for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        table[getattr(aten, name).Scalar] = _scalar_to_tensor(getattr(aten, name).Tensor)
+    return table
+
+
 def flatten_inputs(args: tuple, kwargs: dict) -> tuple[list[Any], pytree.TreeSpec]:
     """Flatten call arguments as torch.export does (tensors are leaves, None is dropped)."""
     return pytree.tree_flatten((tuple(args), dict(kwargs)))
 
 
+# Noise torch 2.13 emits from inside export itself, about its own internals.
+_TORCH_NOISE = ("TF32 acceleration on top of oneDNN", r"`isinstance\(treespec, LeafSpec\)`")
+
+
 def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
     """Export `model` called with (already narrowed) example `args` / `kwargs`."""
-    with (
-        _capturing(),
-        fxtb.preserve_node_meta(),
-        torch.backends.mkldnn.flags(enabled=False),
-        torch.no_grad(),
-    ):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(warnings.catch_warnings())
+        for message in _TORCH_NOISE:
+            warnings.filterwarnings("ignore", message=message)
+        for context in (_capturing(), fxtb.preserve_node_meta(),
+                        torch.backends.mkldnn.flags(enabled=False), torch.no_grad()):
+            stack.enter_context(context)
         try:
             program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
         except Exception as err:  # noqa: BLE001 - torch's own reason, re-raised for the user
             raise Error(f"could not capture the model with torch.export: {err}",
                         type="capture") from err
-        program = program.run_decompositions(get_decomposition_table())
+        program = program.run_decompositions(decompositions())
     signature = program.graph_signature
     arguments, user_index = [], 0
     for spec in signature.input_specs:

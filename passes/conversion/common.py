@@ -133,7 +133,8 @@ class Builder:
     def scalar_list(self, value: ir.Value) -> list[Any]:
         """The Python values of a `torch.prim.ListConstruct` of constants."""
         owner = value.owner
-        if not (isinstance(owner, ir.OpView) and owner.operation.name == "torch.prim.ListConstruct"):
+        if not (isinstance(owner, ir.OpView)
+                and owner.operation.name == "torch.prim.ListConstruct"):
             raise Unsupported(f"operand {value.get_name()} is not a constant list")
         return [self.scalar(v) for v in owner.operands]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass
@@ -144,18 +145,28 @@ def pipeline_steps(args: argparse.Namespace, flags: list[tuple[str, str]]) -> li
 
 
 def nest_flag_passes(steps: list[Pass | str], context: ir.Context) -> list[Pass | str]:
-    """Nest function passes given as flags under func.func, as mlir-opt's flags do."""
+    """Nest function passes given as flags under func.func, as mlir-opt's flags do.
+
+    A pass restricted to functions is found by running it alone on an empty module:
+    MLIR refuses it there, either when it is added or when it is scheduled.
+    """
     nested = []
     for step in steps:
         if isinstance(step, str):
             try:
-                add_textual(PassManager("builtin.module", context=context), step)
-            except PipelineError as err:
-                if "did you intend to nest" not in str(err):
+                pm = PassManager("builtin.module", context=context)
+                add_textual(pm, step)
+                with context, ir.Location.unknown():
+                    pm.run(ir.Module.create().operation)
+            except (PipelineError, ir.MLIRError) as err:
+                if not _NEEDS_NESTING.search(str(err)):
                     raise
                 step = f"func.func({step})"
         nested.append(step)
     return nested
+
+
+_NEEDS_NESTING = re.compile(r"did you intend to nest|unable to schedule pass")
 
 
 def list_passes(out) -> None:

@@ -1,0 +1,16 @@
+"""The torch -> ipu conversion patterns, one module per op family (as torch-mlir's
+TorchToLinalg): each exposes `populate_<family>(patterns)`."""
+
+from .common import Patterns
+from .creation import populate_creation
+from .data_movement import populate_data_movement
+from .elementwise import populate_elementwise
+from .linear import populate_linear
+
+FAMILIES = (populate_creation, populate_data_movement, populate_elementwise, populate_linear)
+
+
+def populate_all(patterns: Patterns) -> None:
+    """Register every family's lowerings."""
+    for populate in FAMILIES:
+        populate(patterns)

@@ -1,0 +1,39 @@
+"""ipu-convert-torch-to-ipu: lower torch dialect ops to ipu compute ops.
+
+Runs every family's patterns (`passes/conversion/<family>.py`) greedily on the module,
+then reports each torch op that remains as unsupported, at its location (the user's
+source line when it came from a model), with the reason a pattern gave for declining.
+Values cross between the two worlds through torch_c casts, which fold away between
+converted ops; `torch-finalizing-backend-type-conversion` removes the rest.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir, rewrite
+
+from .conversion import populate_all
+from .conversion.common import Patterns, decline_key
+from .registry import Pass, register
+
+# torch ops that are not computations: constants and lists that lowerings read, and
+# that fold away once nothing uses them.
+KEPT = ("torch.constant.", "torch.prim.ListConstruct", "torch_c.")
+
+
+@register
+class ConvertTorchToIpu(Pass):
+    argument = "ipu-convert-torch-to-ipu"
+    description = "Lower torch dialect ops to ipu compute ops (one pattern per aten op)"
+
+    def run(self, module: ir.Operation) -> None:
+        patterns = Patterns()
+        populate_all(patterns)
+        rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
+        for op in self.walk(module):
+            name = op.name
+            if not name.startswith("torch.") or name.startswith(KEPT):
+                continue
+            reason = patterns.declined.get(decline_key(op))
+            if reason is None and name not in patterns.illegal:
+                reason = "no lowering to the ipu dialect"
+            self.report(op, f"unsupported op '{name}': {reason}")

@@ -1,0 +1,133 @@
+"""Compilation: captured program -> torch dialect -> ipu dialect -> JIT program.
+
+The pipeline is a list of steps, each a textual pipeline element (ipu passes, upstream
+and torch-mlir passes alike, parsed by `poptorch.passes`). Steps run one at a time so
+that the IR can be dumped after each (`Options.dumpIR` / `POPTORCH_DUMP_IR`); every
+dumped file runs through `ipu-opt` unchanged. A failing step becomes a `poptorch.Error`
+at the user's source line, naming the `ipu-opt` command that reproduces it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch_mlir import ir
+
+from poptorch.dialects import make_context
+from poptorch.passes import build_pass_manager, parse_pipeline
+from poptorch.runtime.jit import Program, compile_module
+
+from . import _frontend
+from .errors import Error
+
+PIPELINE = (
+    "torchdynamo-export-to-torch-backend-pipeline",
+    "ipu-import-annotations",
+    "torch-func-backend-type-conversion",
+    "ipu-convert-torch-to-ipu",
+    "canonicalize",
+    "func.func(torch-finalizing-backend-type-conversion)",
+    "cse",
+)
+_LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,)) + (
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+)
+
+
+@dataclass
+class Compiled:
+    """What the executor needs: the program and how to feed it."""
+
+    captured: _frontend.Captured
+    program: Program
+    module_text: str
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def frames(loc: ir.Location) -> list[ir.FileLineColLoc]:
+    """The file locations in `loc`, innermost call first."""
+    if type(loc) is ir.Location:
+        loc = ir.Location.from_attr(loc.attr)
+    if isinstance(loc, ir.FileLineColLoc):
+        return [loc]
+    if isinstance(loc, ir.NameLoc):
+        return frames(loc.child_loc)
+    if isinstance(loc, ir.CallSiteLoc):
+        return frames(loc.callee) + frames(loc.caller)
+    if isinstance(loc, ir.FusedLoc):
+        return [f for inner in loc.locations for f in frames(inner)]
+    return []
+
+
+def user_location(loc: ir.Location) -> str:
+    """`file:line` of the innermost frame in the user's code (not torch's, not ours)."""
+    found = frames(loc)
+    for frame in found:
+        if not os.path.abspath(frame.filename).startswith(_LIBRARY_DIRS):
+            return f"{frame.filename}:{frame.start_line}"
+    return f"{found[0].filename}:{found[0].start_line}" if found else ""
+
+
+def _dump(module: ir.Module, directory: str, index: int, step: str) -> str:
+    os.makedirs(directory, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in step)[:60]
+    path = os.path.join(directory, f"{index:02d}-{safe}.mlir")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(module.operation.get_asm(enable_debug_info=True))
+    return path
+
+
+def lower(module: ir.Module, context: ir.Context, dump_dir: str | None,
+          timings: dict[str, float]) -> None:
+    """Run PIPELINE on `module` in place, dumping and timing each step."""
+    if dump_dir:
+        _dump(module, dump_dir, 0, "import")
+    for index, step in enumerate(PIPELINE, start=1):
+        before = module.operation.get_asm(enable_debug_info=True)
+        start = time.perf_counter()
+        try:
+            build_pass_manager(parse_pipeline(step), context).run(module.operation)
+        except ir.MLIRError as err:
+            raise _pipeline_error(err, before, step) from None
+        timings[step] = time.perf_counter() - start
+        if dump_dir:
+            _dump(module, dump_dir, index, step)
+
+
+def _pipeline_error(err: ir.MLIRError, before: str, step: str) -> Error:
+    """A user-facing Error for a failed step, with a reproducer written to disk."""
+    with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix="poptorch-repro-",
+                                     delete=False, encoding="utf-8") as f:
+        f.write(before)
+    command = f"ipu-opt {f.name} --pass-pipeline='builtin.module({step})'"
+    diagnostics = err.error_diagnostics
+    if not diagnostics:
+        return Error(f"{err}; reproduce with: {command}", type="compiler")
+    first = diagnostics[0]
+    location = user_location(first.location)
+    more = f" (and {len(diagnostics) - 1} more errors)" if len(diagnostics) > 1 else ""
+    return Error(f"{first.message}{more}; reproduce with: {command}", type="compiler",
+                 location=location)
+
+
+def compile_captured(captured: _frontend.Captured, dump_dir: str | None = None) -> Compiled:
+    """Import, lower and JIT-compile a captured model."""
+    timings: dict[str, float] = {}
+    context = make_context()
+    with context, ir.Location.unknown():
+        start = time.perf_counter()
+        module = _frontend.import_to_mlir(captured, context)
+        timings["import"] = time.perf_counter() - start
+        lower(module, context, dump_dir, timings)
+        start = time.perf_counter()
+        program = compile_module(module)
+        timings["jit"] = time.perf_counter() - start
+        text = module.operation.get_asm(enable_debug_info=True)
+    if dump_dir:
+        with open(os.path.join(dump_dir, "program.py"), "w", encoding="utf-8") as f:
+            f.write(program.source)
+    return Compiled(captured, program, text, timings)

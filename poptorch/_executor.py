@@ -1,0 +1,324 @@
+"""PoplarExecutor (spec 4.2.3, 11.4): a wrapped model running on the machine model.
+
+Host weights are the wrapped model's own tensors (a shallow copy shares them); the
+device holds NumPy copies, uploaded at compile time and again whenever a host tensor
+changed (its identity or `_version`), which is PopTorch's implicit weight sync. A call
+splits its inputs into deviceIterations x (replicas / input group size) micro-batches,
+runs one vectorised program call per device iteration with replicas on a leading
+axis, and returns outputs as `Options.outputMode` asks.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils import _pytree as pytree
+
+from . import _compiler, _frontend
+from .enums import CommGroupType, OutputMode
+from .errors import Error
+from .options import Options
+
+
+def _shallow_copy(module: torch.nn.Module) -> torch.nn.Module:
+    """A copy of the module tree sharing every parameter and buffer tensor."""
+    clone = copy.copy(module)
+    clone.__dict__ = dict(module.__dict__)
+    clone._parameters = dict(module._parameters)
+    clone._buffers = dict(module._buffers)
+    clone._modules = {name: None if child is None else _shallow_copy(child)
+                      for name, child in module._modules.items()}
+    return clone
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+class PoplarExecutor:
+    """A model wrapped by `inferenceModel` (or `trainingModel`, later)."""
+
+    def __init__(self, model: torch.nn.Module, options: Options | None, training: bool) -> None:
+        self._user_model = model
+        self._model = _shallow_copy(model)
+        self._options = options if options is not None else Options()
+        self._training = training
+        if not training:
+            self._model.eval()
+        self._compiled: _compiler.Compiled | None = None
+        self._device: dict[str, np.ndarray] = {}
+        self._uploaded: dict[str, tuple[int, int]] = {}
+        self._attached = False
+        self._destroyed = False
+        self._buffers_dirty = False
+
+    # ---- properties of the spec -----------------------------------------------------
+    @property
+    def model(self) -> torch.nn.Module:
+        """The wrapped (shallow-copied) model."""
+        return self._model
+
+    @property
+    def options(self) -> Options:
+        return self._options
+
+    def isCompiled(self) -> bool:  # noqa: N802 - PopTorch's names
+        return self._compiled is not None
+
+    def isAttachedToDevice(self) -> bool:  # noqa: N802
+        return self._attached
+
+    def __getattr__(self, name: str) -> Any:
+        # Model attributes read through the executor, as PopTorch allows.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._model, name)
+
+    # ---- compilation ------------------------------------------------------------------
+    def _check_alive(self) -> None:
+        if self._destroyed:
+            raise Error("this model was destroyed; wrap the model again to use it",
+                        type="executor")
+
+    def _split(self, flat: list[Any]) -> tuple[list[Any], int]:
+        """Micro-batch examples of the flat inputs and the number of slices per call."""
+        opts = self._options
+        groups = opts.replication_factor // opts.input_group_size
+        slices = opts.device_iterations * groups
+        micro = []
+        for index, value in enumerate(flat):
+            if not isinstance(value, torch.Tensor) or slices == 1:
+                micro.append(value)
+                continue
+            if value.dim() == 0 or value.shape[0] % slices:
+                size = "a scalar" if value.dim() == 0 else f"a batch of {value.shape[0]}"
+                raise Error(
+                    f"input {index} has {size}, which is not a multiple of "
+                    f"deviceIterations({opts.device_iterations}) x replicationFactor"
+                    f"({opts.replication_factor}) / input group size ({opts.input_group_size})"
+                    f" = {slices}; give a batch of a multiple of {slices}", type="executor")
+            micro.append(value[: value.shape[0] // slices])
+        return micro, slices
+
+    def compile(self, *args, **kwargs) -> None:
+        """Capture and compile the model for inputs like `args` / `kwargs`, without running."""
+        self._check_alive()
+        self._compile(_frontend.flatten_inputs(args, kwargs), args, kwargs)
+
+    def _compile(self, flat_and_spec, args, kwargs) -> None:
+        opts = self._options
+        if opts.replication_factor % opts.input_group_size:
+            raise Error(f"inputReplicaGrouping size {opts.input_group_size} is not a factor of "
+                        f"replicationFactor({opts.replication_factor})", type="options")
+        flat, spec = flat_and_spec
+        flat = [_frontend.narrow(v) for v in flat]
+        micro, _ = self._split(flat)
+        m_args, m_kwargs = pytree.tree_unflatten(micro, spec)
+        captured = _frontend.capture(self._model, m_args, m_kwargs)
+        if captured.mutated_buffers and opts.replication_factor > 1 and opts.broadcast_buffers:
+            raise Error("the model updates buffers, which cannot be broadcast between "
+                        "replicas; if each replica may keep its own buffers, set "
+                        "options.broadcastBuffers(False)", type="options")
+        self._compiled = _compiler.compile_captured(captured, opts.ir_dump_dir)
+        self._in_spec = spec
+        self._input_meta = [(tuple(t.shape), t.dtype) for t in micro
+                            if isinstance(t, torch.Tensor)]
+        self._attached = True
+        self._device.clear()
+        self._uploaded.clear()
+        self.copyWeightsToDevice()
+
+    # ---- weights ------------------------------------------------------------------------
+    def _host_tensor(self, arg: _frontend.Argument) -> torch.Tensor:
+        if arg.kind == "parameter":
+            return self._model.get_parameter(arg.name)
+        if arg.kind == "buffer":
+            return self._model.get_buffer(arg.name)
+        return self._compiled.captured.constants[arg.name]
+
+    def _weights(self) -> list[_frontend.Argument]:
+        return [a for a in self._compiled.captured.arguments if a.kind != "input"]
+
+    @staticmethod
+    def _device_array(tensor: torch.Tensor) -> np.ndarray:
+        return _frontend.narrow(tensor.detach()).cpu().numpy().copy()
+
+    def copyWeightsToDevice(self) -> None:  # noqa: N802
+        """Upload every weight and buffer from the host model."""
+        self._check_alive()
+        if self._compiled is None:
+            return
+        for arg in self._weights():
+            tensor = self._host_tensor(arg)
+            self._device[arg.name] = self._device_array(tensor)
+            self._uploaded[arg.name] = (id(tensor), tensor._version)
+        self._buffers_dirty = False
+
+    def _sync_host_changes(self) -> None:
+        """Implicit sync: re-upload host weights changed since the last upload."""
+        for arg in self._weights():
+            tensor = self._host_tensor(arg)
+            if self._uploaded.get(arg.name) != (id(tensor), tensor._version):
+                self._device[arg.name] = self._device_array(tensor)
+                self._uploaded[arg.name] = (id(tensor), tensor._version)
+
+    def copyWeightsToHost(self) -> None:  # noqa: N802
+        """Write the device's weights and buffers back into the host model."""
+        self._check_alive()
+        if self._compiled is None:
+            return
+        with torch.no_grad():
+            for name in self._compiled.captured.mutated_buffers:
+                value = self._device[name]
+                host = self._model.get_buffer(name)
+                if value.ndim > host.dim():  # per-replica buffers: replica 0's
+                    value = value[0]
+                host.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+                self._uploaded[name] = (id(host), host._version)
+        self._buffers_dirty = False
+
+    def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802
+        """Copy device weights to the host if the device changed them; True if it did."""
+        if self._buffers_dirty:
+            self.copyWeightsToHost()
+            return True
+        return False
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True):
+        """Load into the host model, then upload to the device."""
+        result = self._model.load_state_dict(state_dict, strict)
+        self.copyWeightsToDevice()
+        return result
+
+    def getTensorNames(self) -> list[str]:  # noqa: N802
+        """Names of the model's device tensors: weights, buffers, then inputs."""
+        if self._compiled is None:
+            raise Error("the model must be compiled before its tensors have names",
+                        type="executor")
+        return [a.name if a.kind != "input" else f"input{a.name}"
+                for a in self._compiled.captured.arguments]
+
+    # ---- device -------------------------------------------------------------------------
+    def attachToDevice(self) -> None:  # noqa: N802
+        self._check_alive()
+        if self._compiled is None:
+            raise Error("cannot attach a model that is not compiled", type="executor")
+        if self._attached:
+            raise Error("the model is already attached to a device", type="executor")
+        self._attached = True
+        self.copyWeightsToDevice()
+
+    def detachFromDevice(self) -> None:  # noqa: N802
+        self._check_alive()
+        if not self._attached:
+            raise Error("the model is not attached to a device", type="executor")
+        if self._buffers_dirty:
+            self.copyWeightsToHost()
+        self._attached = False
+
+    def destroy(self) -> None:
+        """Release the compiled program and device state; the executor is unusable after."""
+        self._compiled = None
+        self._device.clear()
+        self._uploaded.clear()
+        self._attached = False
+        self._destroyed = True
+
+    # ---- running ------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        self._check_alive()
+        flat, spec = _frontend.flatten_inputs(args, kwargs)
+        flat = [_frontend.narrow(v) for v in flat]
+        if self._compiled is None:
+            self._compile((flat, spec), args, kwargs)
+        elif not self._attached:
+            self.attachToDevice()
+        self._check_inputs(flat, spec)
+        self._sync_host_changes()
+        return self._run(flat)
+
+    def _check_inputs(self, flat: list[Any], spec) -> None:
+        if spec != self._in_spec:
+            raise Error(f"the inputs' structure changed since compilation: expected "
+                        f"{self._in_spec}, got {spec}", type="executor")
+        micro, _ = self._split(flat)
+        tensors = [t for t in micro if isinstance(t, torch.Tensor)]
+        for index, (tensor, (shape, dtype)) in enumerate(zip(tensors, self._input_meta,
+                                                             strict=True)):
+            if tuple(tensor.shape) != shape or tensor.dtype != dtype:
+                raise Error(
+                    f"input {index} changed since compilation: expected a micro-batch of "
+                    f"shape {list(shape)} and dtype {_dtype_name(dtype)}, got shape "
+                    f"{list(tensor.shape)} and dtype {_dtype_name(tensor.dtype)}; wrap the "
+                    "model again to compile it for the new inputs", type="executor")
+
+    def _replica_slices(self) -> np.ndarray:
+        """For each replica, which of the R / group-size input slices it reads."""
+        opts = self._options
+        replicas, size = opts.replication_factor, opts.input_group_size
+        groups = replicas // size
+        r = np.arange(replicas)
+        if opts.input_group_type == CommGroupType.Orthogonal:
+            return r % groups
+        return r // size
+
+    def _run(self, flat: list[Any]):
+        opts = self._options
+        compiled = self._compiled
+        captured = compiled.captured
+        iterations, replicas = opts.device_iterations, opts.replication_factor
+        groups = replicas // opts.input_group_size
+        inputs = []
+        for value in flat:
+            array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+            if isinstance(array, np.ndarray):
+                array = array.reshape((iterations, groups, -1) + array.shape[1:]) \
+                    if array.ndim else array.reshape(1, 1)
+                array = array[:, self._replica_slices()]
+            inputs.append(array)
+        n_mut = len(captured.mutated_buffers)
+        per_iteration = []
+        for d in range(iterations):
+            args = [self._device[a.name] if a.kind != "input" else inputs[int(a.name)][d]
+                    for a in captured.arguments]
+            results = compiled.program.run(*args)
+            for name, value in zip(captured.mutated_buffers, results[:n_mut], strict=True):
+                self._device[name] = np.asarray(value)
+                self._buffers_dirty = True
+            ranks = compiled.program.result_ranks[n_mut:]
+            per_iteration.append([self._per_replica(np.asarray(r), rank, replicas)
+                                  for r, rank in zip(results[n_mut:], ranks, strict=True)])
+        outputs = [self._combine([it[i] for it in per_iteration])
+                   for i in range(len(per_iteration[0]))] if per_iteration else []
+        return pytree.tree_unflatten(outputs, captured.out_spec)
+
+    @staticmethod
+    def _per_replica(value: np.ndarray, rank: int, replicas: int) -> np.ndarray:
+        """Give an output its replica axis (outputs not computed from inputs have none)."""
+        if value.ndim > rank:
+            return value
+        return np.broadcast_to(value, (replicas,) + value.shape)
+
+    def _combine(self, iterations: list[np.ndarray]) -> torch.Tensor:
+        """Apply the output mode to one output's per-iteration (replicas, ...) arrays."""
+        opts = self._options
+        mode = OutputMode.All if opts.output_mode == OutputMode.Default else opts.output_mode
+        if mode == OutputMode.Final:
+            chosen = iterations[-1:]
+        elif mode == OutputMode.EveryN:
+            chosen = iterations[opts.output_return_period - 1:: opts.output_return_period]
+        elif mode == OutputMode.Sum:
+            chosen = [np.sum(np.stack(iterations), axis=0, dtype=iterations[0].dtype)]
+        else:
+            chosen = iterations
+        stacked = np.stack(chosen)  # (iterations, replicas, ...)
+        if stacked.shape[0] * stacked.shape[1] == 1:
+            result = stacked[0, 0]
+        elif stacked.ndim == 2:  # scalar outputs: one value per iteration and replica
+            result = stacked.reshape(-1)
+        else:
+            result = stacked.reshape((-1,) + stacked.shape[3:])
+        return torch.from_numpy(np.ascontiguousarray(result))

@@ -1,0 +1,99 @@
+"""The one kernel registry: ipu op name -> NumPy kernel, filled by `@kernel` next to each.
+
+Kernels take and return whole arrays. Every operand may carry extra *leading* axes
+beyond the op's declared rank (replicas, stacked micro-batches): a kernel treats the
+op's declared dimensions as the trailing ones and keeps the leading axes, broadcasting
+them between operands. That is how R replicas run as one vectorised call.
+
+`static(op)` turns the op's attributes (and, where a kernel needs them, its operand
+ranks) into the keyword arguments the JIT passes as literals in the generated code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from torch_mlir import ir
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A NumPy implementation of one ipu op."""
+
+    name: str
+    fn: Callable[..., Any]
+    static: Callable[[ir.OpView], dict[str, Any]]
+
+
+KERNELS: dict[str, Kernel] = {}
+
+
+def attributes(op: ir.OpView) -> dict[str, Any]:
+    """The op's inherent attributes as Python values (`ipu.*` annotations left out)."""
+    attrs = op.attributes
+    return {name: python_value(attrs[name]) for name in attrs if not name.startswith("ipu.")}
+
+
+def python_value(attr: ir.Attribute) -> Any:
+    """An MLIR attribute as the Python value a kernel takes."""
+    if isinstance(attr, ir.BoolAttr):
+        return attr.value
+    if isinstance(attr, ir.IntegerAttr | ir.FloatAttr | ir.StringAttr):
+        return attr.value
+    if isinstance(attr, ir.DenseI64ArrayAttr):
+        return tuple(attr)
+    if isinstance(attr, ir.DenseElementsAttr):
+        return dense_array(attr)
+    if isinstance(attr, ir.TypeAttr):
+        return attr.value
+    raise TypeError(f"attribute {attr} has no Python form for kernels")
+
+
+def dense_array(attr: ir.DenseElementsAttr) -> np.ndarray:
+    """The NumPy array of a dense elements attribute (splats expanded)."""
+    from poptorch.passes.conversion.common import numpy_dtype
+
+    t = attr.type
+    dtype = numpy_dtype(t.element_type)
+    if attr.is_splat:
+        value = attr.get_splat_value()
+        scalar = value.value if hasattr(value, "value") else value
+        return np.full(t.shape, scalar, dtype=dtype)
+    return np.array(attr).astype(dtype).reshape(t.shape)
+
+
+def ranks(op: ir.OpView) -> dict[str, Any]:
+    """`rank`: the declared rank of the first operand (for kernels that index dims)."""
+    return {"rank": op.operands[0].type.rank}
+
+
+def with_ranks(op: ir.OpView) -> dict[str, Any]:
+    return {**attributes(op), **ranks(op)}
+
+
+def kernel(*names: str, static: Callable[[ir.OpView], dict[str, Any]] = attributes):
+    """Register the decorated function as the kernel of the ipu ops `names`."""
+
+    def register(fn):
+        for name in names:
+            if name in KERNELS:
+                raise ValueError(f"a kernel for {name} is registered twice")
+            KERNELS[name] = Kernel(name, fn, static)
+        return fn
+
+    return register
+
+
+def leading(x: np.ndarray, rank: int) -> tuple[int, ...]:
+    """The extra leading axes of `x` beyond its declared `rank`."""
+    return x.shape[: x.ndim - rank]
+
+
+def load_all() -> dict[str, Kernel]:
+    """Import every kernel family and return the registry."""
+    from . import creation, data_movement, elementwise, linear  # noqa: F401
+
+    return KERNELS

@@ -1,0 +1,64 @@
+"""NumPy kernels of the data-movement family. Leading (replica) axes are kept."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernel, leading
+
+
+def _shape_static(op):
+    return {"rank": op.input.type.rank, "shape": tuple(op.output.type.shape)}
+
+
+@kernel("ipu.reshape", static=_shape_static)
+def reshape(x, rank, shape):
+    return x.reshape(leading(x, rank) + shape)
+
+
+@kernel("ipu.broadcast", static=_shape_static)
+def broadcast(x, rank, shape):
+    lead = leading(x, rank)
+    x = x.reshape(lead + (1,) * (len(shape) - rank) + x.shape[len(lead):])
+    return np.broadcast_to(x, lead + shape)
+
+
+def _permute_static(op):
+    return {"dims": tuple(op.attributes["dims"])}
+
+
+@kernel("ipu.permute", static=_permute_static)
+def permute(x, dims):
+    lead = x.ndim - len(dims)
+    return np.transpose(x, tuple(range(lead)) + tuple(lead + d for d in dims))
+
+
+def _slice_static(op):
+    return {"index": tuple(slice(s, e, st) for s, e, st in zip(
+        op.attributes["starts"], op.attributes["ends"], op.attributes["steps"], strict=True))}
+
+
+@kernel("ipu.slice", static=_slice_static)
+def slice_(x, index):
+    return x[(Ellipsis, *index)]
+
+
+def align_leading(*arrays_and_ranks):
+    """Broadcast the leading (replica) axes of several operands to one shape."""
+    arrays = [a for a, _ in arrays_and_ranks]
+    leads = [leading(a, r) for a, r in arrays_and_ranks]
+    common = np.broadcast_shapes(*leads)
+    return [np.broadcast_to(a.reshape((1,) * (len(common) - len(lead)) + a.shape),
+                            common + a.shape[len(lead):])
+            for a, lead in zip(arrays, leads, strict=True)]
+
+
+def _concat_static(op):
+    rank = op.lhs.type.rank
+    return {"axis": op.attributes["dim"].value - rank, "rank": rank}
+
+
+@kernel("ipu.concat", static=_concat_static)
+def concat(lhs, rhs, axis, rank):
+    lhs, rhs = align_leading((lhs, rank), (rhs, rank))
+    return np.concatenate([lhs, rhs], axis=axis)

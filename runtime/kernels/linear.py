@@ -1,0 +1,14 @@
+"""NumPy kernels of the linear-algebra family."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernel
+
+
+@kernel("ipu.matmul")
+def matmul(lhs, rhs):
+    if lhs.dtype == np.float16:  # accumulate in float32, as the IPU's AMP does
+        return np.matmul(lhs.astype(np.float32), rhs.astype(np.float32)).astype(np.float16)
+    return np.matmul(lhs, rhs)
