@@ -12,18 +12,30 @@ from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.passmanager import PassManager
 
-from . import creation, data_movement, elementwise, linear, structure
+from . import (
+    convolution,
+    creation,
+    data_movement,
+    elementwise,
+    indexing,
+    linear,
+    reduction,
+    structure,
+)
 from .ipu import Ipu, ReplicaGroupAttr, StageAttr, replica_group, stage_attr
 
 __all__ = [
     "Ipu",
     "ReplicaGroupAttr",
     "StageAttr",
+    "convolution",
     "creation",
     "data_movement",
     "elementwise",
+    "indexing",
     "linear",
     "make_context",
+    "reduction",
     "replica_group",
     "stage_attr",
     "structure",

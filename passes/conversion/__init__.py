@@ -2,12 +2,23 @@
 TorchToLinalg): each exposes `populate_<family>(patterns)`."""
 
 from .common import Patterns
+from .convolution import populate_convolution
 from .creation import populate_creation
 from .data_movement import populate_data_movement
 from .elementwise import populate_elementwise
+from .indexing import populate_indexing
 from .linear import populate_linear
+from .reduction import populate_reduction
 
-FAMILIES = (populate_creation, populate_data_movement, populate_elementwise, populate_linear)
+FAMILIES = (
+    populate_convolution,
+    populate_creation,
+    populate_data_movement,
+    populate_elementwise,
+    populate_indexing,
+    populate_linear,
+    populate_reduction,
+)
 
 
 def populate_all(patterns: Patterns) -> None:

@@ -94,6 +94,14 @@ def leading(x: np.ndarray, rank: int) -> tuple[int, ...]:
 
 def load_all() -> dict[str, Kernel]:
     """Import every kernel family and return the registry."""
-    from . import creation, data_movement, elementwise, linear  # noqa: F401
+    from . import (  # noqa: F401
+        convolution,
+        creation,
+        data_movement,
+        elementwise,
+        indexing,
+        linear,
+        reduction,
+    )
 
     return KERNELS

@@ -1,0 +1,1 @@
+"""ipu ops of the convolution family (being written)."""

@@ -1,0 +1,1 @@
+"""ipu ops of the indexing family (being written)."""

@@ -1,0 +1,1 @@
+"""ipu ops of the reduction family (being written)."""

@@ -1,0 +1,1 @@
+"""NumPy kernels of the convolution family (being written)."""

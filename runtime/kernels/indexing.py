@@ -1,0 +1,1 @@
+"""NumPy kernels of the indexing family (being written)."""

@@ -1,0 +1,1 @@
+"""NumPy kernels of the reduction family (being written)."""
