@@ -12,12 +12,26 @@ from __future__ import annotations
 from torch_mlir import ir, rewrite
 
 from .conversion import populate_all
-from .conversion.common import Patterns, decline_key
+from .conversion.common import FROM_BUILTIN, TO_BUILTIN, Patterns, decline_key
 from .registry import Pass, register
 
 # torch ops that are not computations: constants and lists that lowerings read, and
 # that fold away once nothing uses them.
 KEPT = ("torch.constant.", "torch.prim.ListConstruct", "torch_c.")
+
+
+def fold_cast_pairs(module: ir.Operation) -> None:
+    """Replace to_builtin(from_builtin(x)) by x and drop casts left without uses."""
+    for op in Pass.walk(module):
+        if op.name != TO_BUILTIN:
+            continue
+        source = op.operands[0].owner
+        if isinstance(source, ir.OpView) and source.operation.name == FROM_BUILTIN:
+            op.results[0].replace_all_uses_with(source.operands[0])
+            op.erase()
+    for op in reversed(Pass.walk(module)):
+        if op.name == FROM_BUILTIN and not list(op.results[0].uses):
+            op.erase()
 
 
 @register
@@ -29,6 +43,7 @@ class ConvertTorchToIpu(Pass):
         patterns = Patterns()
         populate_all(patterns)
         rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
+        fold_cast_pairs(module)
         for op in self.walk(module):
             name = op.name
             if not name.startswith("torch.") or name.startswith(KEPT):
