@@ -4,7 +4,7 @@ Importing this package registers every pass; `all_passes()` lists them and
 `parse_pipeline` / `build_pass_manager` turn pipeline text into an MLIR PassManager.
 """
 
-from . import convert_torch_to_ipu, import_annotations
+from . import check_torch_ops, convert_torch_to_ipu, import_annotations
 from .pipeline import PipelineError, build_pass_manager, parse_pipeline
 from .registry import (
     DiagnosticWarning,
@@ -27,6 +27,7 @@ __all__ = [
     "all_passes",
     "build_pass_manager",
     "get_pass",
+    "check_torch_ops",
     "convert_torch_to_ipu",
     "import_annotations",
     "parse_pipeline",

@@ -3,34 +3,38 @@
 The compiler lives in `poptorch.dialects` (the ipu dialect), `poptorch.passes` (MLIR
 passes and the pass registry) and `poptorch.runtime` (the machine model); the
 `ipu-opt` driver is `poptorch.tools.ipu_opt`.
+
+The user API is imported on first use (PEP 562 `__getattr__`), so that tools which only
+need the compiler, such as `ipu-opt`, start without importing torch.
 """
 
-import torch
+import importlib
 
-from ._executor import PoplarExecutor
-from ._frontend import isRunningOnIpu
-from .enums import CommGroupType, OutputMode
 from .errors import Error, RecoverableError, UnrecoverableError
-from .options import Options
 
 __version__ = "0.1.0"
 
+# public name -> module that defines it
+_LAZY = {
+    "inferenceModel": "._api",
+    "PoplarExecutor": "._executor",
+    "isRunningOnIpu": "._frontend",
+    "Options": ".options",
+    "OutputMode": ".enums",
+    "CommGroupType": ".enums",
+}
 
-def inferenceModel(model: torch.nn.Module, options: Options | None = None  # noqa: N802
-                   ) -> PoplarExecutor:
-    """Wrap `model` for inference on the IPU (spec 4.2.2). It compiles on the first call."""
-    return PoplarExecutor(model, options, training=False)
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'poptorch' has no attribute '{name}'")
 
 
-__all__ = [
-    "CommGroupType",
-    "Error",
-    "Options",
-    "OutputMode",
-    "PoplarExecutor",
-    "RecoverableError",
-    "UnrecoverableError",
-    "__version__",
-    "inferenceModel",
-    "isRunningOnIpu",
-]
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
+__all__ = ["Error", "RecoverableError", "UnrecoverableError", "__version__", *_LAZY]

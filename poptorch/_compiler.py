@@ -25,6 +25,7 @@ from . import _frontend
 from .errors import Error
 
 PIPELINE = (
+    "ipu-check-torch-ops",
     "torchdynamo-export-to-torch-backend-pipeline",
     "ipu-import-annotations",
     "torch-func-backend-type-conversion",

@@ -34,6 +34,45 @@ def _shallow_copy(module: torch.nn.Module) -> torch.nn.Module:
     return clone
 
 
+def _narrowed(model: torch.nn.Module) -> torch.nn.Module:
+    """`model` with 64-bit parameters and buffers narrowed, for capture only.
+
+    The IPU has no 64-bit types (see `_frontend.NARROWED`); weights are narrowed again
+    when they are uploaded, so the copy is needed only to give the graph 32-bit types.
+    """
+    if not any(t.dtype in _frontend.NARROWED
+               for t in [*model.parameters(), *model.buffers()]):
+        return model
+    clone = _shallow_copy(model)
+    for module in clone.modules():
+        for name, param in module._parameters.items():
+            if param is not None and param.dtype in _frontend.NARROWED:
+                module._parameters[name] = torch.nn.Parameter(
+                    _frontend.narrow(param.detach()), param.requires_grad)
+        for name, buffer in module._buffers.items():
+            if buffer is not None and buffer.dtype in _frontend.NARROWED:
+                module._buffers[name] = _frontend.narrow(buffer)
+    return clone
+
+
+def _freeze_tensor_attributes(model: torch.nn.Module) -> set[str]:
+    """Turn plain tensor attributes (not parameters or buffers) into buffers.
+
+    PopTorch freezes such tensors into the graph as constants (spec 4.8, the CounterModel
+    "wrong way" example): in-place changes to them do not persist between calls.
+    torch.export refuses to trace a mutated constant, so they become buffers of the
+    (shallow-copied) model whose device updates are discarded. Returns their names.
+    """
+    frozen = set()
+    for prefix, module in model.named_modules():
+        for name, value in list(vars(module).items()):
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+                delattr(module, name)
+                module.register_buffer(name, value.detach().clone(), persistent=False)
+                frozen.add(f"{prefix}.{name}" if prefix else name)
+    return frozen
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
@@ -48,6 +87,7 @@ class PoplarExecutor:
         self._training = training
         if not training:
             self._model.eval()
+        self._frozen = _freeze_tensor_attributes(self._model)
         self._compiled: _compiler.Compiled | None = None
         self._device: dict[str, np.ndarray] = {}
         self._uploaded: dict[str, tuple[int, int]] = {}
@@ -113,11 +153,16 @@ class PoplarExecutor:
         if opts.replication_factor % opts.input_group_size:
             raise Error(f"inputReplicaGrouping size {opts.input_group_size} is not a factor of "
                         f"replicationFactor({opts.replication_factor})", type="options")
+        if opts.output_mode == OutputMode.EveryN and \
+                opts.device_iterations % opts.output_return_period:
+            raise Error(f"OutputMode.EveryN with a period of {opts.output_return_period} needs "
+                        f"deviceIterations ({opts.device_iterations}) to be a multiple of it",
+                        type="options")
         flat, spec = flat_and_spec
         flat = [_frontend.narrow(v) for v in flat]
         micro, _ = self._split(flat)
         m_args, m_kwargs = pytree.tree_unflatten(micro, spec)
-        captured = _frontend.capture(self._model, m_args, m_kwargs)
+        captured = _frontend.capture(_narrowed(self._model), m_args, m_kwargs)
         if captured.mutated_buffers and opts.replication_factor > 1 and opts.broadcast_buffers:
             raise Error("the model updates buffers, which cannot be broadcast between "
                         "replicas; if each replica may keep its own buffers, set "
@@ -286,8 +331,9 @@ class PoplarExecutor:
                     for a in captured.arguments]
             results = compiled.program.run(*args)
             for name, value in zip(captured.mutated_buffers, results[:n_mut], strict=True):
-                self._device[name] = np.asarray(value)
-                self._buffers_dirty = True
+                if name not in self._frozen:
+                    self._device[name] = np.asarray(value)
+                    self._buffers_dirty = True
             ranks = compiled.program.result_ranks[n_mut:]
             per_iteration.append([self._per_replica(np.asarray(r), rank, replicas)
                                   for r, rank in zip(results[n_mut:], ranks, strict=True)])

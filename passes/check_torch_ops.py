@@ -1,0 +1,27 @@
+"""ipu-check-torch-ops: report aten ops that torch-mlir imports as opaque `torch.operator`.
+
+torch-mlir has no op definition for some aten ops (`aten.lgamma`, ...) and imports them
+as `torch.operator {name = "torch.aten.lgamma"}`, which its backend pipeline then
+rejects with "failed to legalize operation 'torch.operator'". Running this first turns
+that into the error every other unsupported op gets: the aten op's name at the user's
+source line.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from .registry import Pass, register
+
+
+@register
+class CheckTorchOps(Pass):
+    argument = "ipu-check-torch-ops"
+    description = "Report aten ops imported as opaque torch.operator as unsupported"
+
+    def run(self, module: ir.Operation) -> None:
+        for op in self.walk(module):
+            if op.name == "torch.operator":
+                name = op.attributes["name"].value
+                self.report(op, f"unsupported op '{name}': torch-mlir has no definition "
+                                "for it, so it cannot be lowered to the ipu dialect")
