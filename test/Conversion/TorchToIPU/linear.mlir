@@ -38,7 +38,7 @@ func.func @addmm(%bias: !torch.vtensor<[4],f32>, %a: !torch.vtensor<[2,3],f32>, 
 // CHECK-LABEL: func.func @linear
 // CHECK:         %[[T:.*]] = "ipu.permute"(%{{.*}}) {dims = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<3x4xf32>
 // CHECK-NEXT:    %[[P:.*]] = "ipu.matmul"(%{{.*}}, %[[T]]) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
-// CHECK-NEXT:    "ipu.add"(%[[P]], %{{.*}}) : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// CHECK:         "ipu.add"(%[[P]], %{{.*}}) : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
 func.func @linear(%x: !torch.vtensor<[2,3],f32>, %w: !torch.vtensor<[4,3],f32>, %b: !torch.vtensor<[4],f32>) -> !torch.vtensor<[2,4],f32> {
   %0 = torch.aten.linear %x, %w, %b : !torch.vtensor<[2,3],f32>, !torch.vtensor<[4,3],f32>, !torch.vtensor<[4],f32> -> !torch.vtensor<[2,4],f32>
   return %0 : !torch.vtensor<[2,4],f32>
