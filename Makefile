@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/ipu-opt examples/two_blocks.mlir --ipu-import-annotations=strip-metadata=true --mlir-print-debuginfo
+	$(PY) examples/demo.py
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -4,7 +4,7 @@ Importing this package registers every pass; `all_passes()` lists them and
 `parse_pipeline` / `build_pass_manager` turn pipeline text into an MLIR PassManager.
 """
 
-from . import check_torch_ops, convert_torch_to_ipu, import_annotations
+from . import check_torch_ops, convert_torch_to_ipu, import_annotations, simplify
 from .pipeline import PipelineError, build_pass_manager, parse_pipeline
 from .registry import (
     DiagnosticWarning,
@@ -32,4 +32,5 @@ __all__ = [
     "import_annotations",
     "parse_pipeline",
     "register",
+    "simplify",
 ]

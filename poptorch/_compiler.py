@@ -32,6 +32,7 @@ PIPELINE = (
     "ipu-convert-torch-to-ipu",
     "canonicalize",
     "func.func(torch-finalizing-backend-type-conversion)",
+    "ipu-simplify",
     "cse",
 )
 _LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,)) + (

@@ -240,7 +240,7 @@ def test_ir_dumps_run_through_ipu_opt(tmp_path):
         "torchdynamo-export-to-torch-backend-pipeline.mlir", "ipu-import-annotations.mlir",
         "torch-func-backend-type-conversion.mlir", "ipu-convert-torch-to-ipu.mlir",
         "canonicalize.mlir", "func_func_torch-finalizing-backend-type-conversion_.mlir",
-        "cse.mlir"]
+        "ipu-simplify.mlir", "cse.mlir"]
     exe = os.path.join(os.path.dirname(sys.executable), "ipu-opt")
     for path in files:
         with open(path) as f:

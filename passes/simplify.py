@@ -1,0 +1,80 @@
+"""ipu-simplify: algebraic clean-ups on ipu ops that decompositions leave behind.
+
+torch's decompositions write `linear` as `mm(x, w.T) * 1 + b * 1`; this pass removes
+multiplications by a splat 1, additions of a splat 0 and reshapes, permutes and
+broadcasts that do not change anything, when the result has the operand's type.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir, rewrite
+
+from .registry import Pass, register
+
+
+def splat_value(value: ir.Value) -> float | None:
+    """The value of a splat `ipu.constant`, or None."""
+    owner = value.owner
+    if not (isinstance(owner, ir.OpView) and owner.operation.name == "ipu.constant"):
+        return None
+    attr = owner.attributes["value"]
+    if not (isinstance(attr, ir.DenseElementsAttr) and attr.is_splat):
+        return None
+    return attr.get_splat_value().value
+
+
+def _forward(op: ir.OpView, rewriter: rewrite.PatternRewriter, operand: ir.Value) -> bool:
+    """Replace `op` by `operand` when the types agree; True (no match) otherwise."""
+    if operand.type != op.results[0].type:
+        return True
+    rewriter.replace_op(op, [operand])
+    return False
+
+
+def identity_operand(neutral: float):
+    """Pattern: `x op neutral` or `neutral op x` is x (commutative ops)."""
+
+    def apply(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        lhs, rhs = op.operands[0], op.operands[1]
+        if splat_value(rhs) == neutral:
+            return _forward(op, rewriter, lhs)
+        if splat_value(lhs) == neutral:
+            return _forward(op, rewriter, rhs)
+        return True
+
+    return apply
+
+
+def right_identity(neutral: float):
+    """Pattern: `x op neutral` is x (sub, div)."""
+
+    def apply(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+        if splat_value(op.operands[1]) == neutral:
+            return _forward(op, rewriter, op.operands[0])
+        return True
+
+    return apply
+
+
+def same_type(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Pattern: a layout op whose result has its operand's type (identity permutes too)."""
+    if op.operation.name == "ipu.permute" and list(op.attributes["dims"]) != sorted(
+            op.attributes["dims"]):
+        return True
+    return _forward(op, rewriter, op.operands[0])
+
+
+@register
+class Simplify(Pass):
+    argument = "ipu-simplify"
+    description = "Remove multiplications by 1, additions of 0 and no-op layout ops"
+
+    def run(self, module: ir.Operation) -> None:
+        patterns = rewrite.RewritePatternSet()
+        patterns.add("ipu.mul", identity_operand(1.0))
+        patterns.add("ipu.add", identity_operand(0.0))
+        patterns.add("ipu.sub", right_identity(0.0))
+        patterns.add("ipu.div", right_identity(1.0))
+        for name in ("ipu.reshape", "ipu.permute", "ipu.broadcast", "ipu.cast"):
+            patterns.add(name, same_type)
+        rewrite.apply_patterns_and_fold_greedily(module, patterns.freeze())

@@ -1,0 +1,42 @@
+// RUN: ipu-opt %s --ipu-simplify --split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @neutral_elements
+// CHECK-NEXT:    %[[M:.*]] = "ipu.matmul"(%arg0, %arg1)
+// CHECK-NEXT:    return %[[M]]
+func.func @neutral_elements(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %one = "ipu.constant"() {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+  %zero = "ipu.constant"() {value = dense<0.0> : tensor<4xf32>} : () -> tensor<4xf32>
+  %0 = "ipu.matmul"(%a, %b) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %1 = "ipu.mul"(%0, %one) : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %2 = "ipu.add"(%zero, %1) : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %3 = "ipu.div"(%2, %one) : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %4 = "ipu.sub"(%3, %zero) : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %4 : tensor<2x4xf32>
+}
+
+// -----
+
+// Broadcasting by the neutral element changes the type: it stays.
+// CHECK-LABEL: func.func @broadcasting_kept
+// CHECK:         "ipu.mul"(%arg0, %{{.*}}) : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK:         "ipu.sub"(%{{.*}}, %arg0) : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+func.func @broadcasting_kept(%x: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>) {
+  %one = "ipu.constant"() {value = dense<1.0> : tensor<2x4xf32>} : () -> tensor<2x4xf32>
+  %zero = "ipu.constant"() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+  %0 = "ipu.mul"(%x, %one) : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %1 = "ipu.sub"(%zero, %x) : (tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0, %1 : tensor<2x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @layout_no_ops
+// CHECK-NEXT:    %[[P:.*]] = "ipu.permute"(%arg0) {dims = array<i64: 1, 0>}
+// CHECK-NEXT:    return %arg0, %[[P]]
+func.func @layout_no_ops(%x: tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3x3xf32>) {
+  %0 = "ipu.reshape"(%x) : (tensor<3x3xf32>) -> tensor<3x3xf32>
+  %1 = "ipu.permute"(%0) {dims = array<i64: 0, 1>} : (tensor<3x3xf32>) -> tensor<3x3xf32>
+  %2 = "ipu.broadcast"(%1) : (tensor<3x3xf32>) -> tensor<3x3xf32>
+  %3 = "ipu.permute"(%x) {dims = array<i64: 1, 0>} : (tensor<3x3xf32>) -> tensor<3x3xf32>
+  return %2, %3 : tensor<3x3xf32>, tensor<3x3xf32>
+}
