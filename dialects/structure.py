@@ -123,3 +123,35 @@ class AllReduceOp(Ipu.Operation, name="all_reduce"):
     output: Result[ir.RankedTensorType] = result()
 
     verify_invariants = verified(_check_all_reduce)
+
+
+def _check_identity(op: "NopOp | PrintOp") -> None:
+    """The result is the operand, unchanged."""
+    if op.input.type != op.output.type:
+        raise VerifyError(f"result type {op.output.type} differs from input type {op.input.type}")
+
+
+class NopOp(Ipu.Operation, name="nop"):
+    """poptorch.nop: the identity, never optimised away (no `Pure` trait).
+
+    `%y = "ipu.nop"(%x) : (tensor<4xf32>) -> tensor<4xf32>`
+    """
+
+    input: Operand[ir.RankedTensorType]
+    output: Result[ir.RankedTensorType] = result()
+
+    verify_invariants = verified(_check_identity)
+
+
+class PrintOp(Ipu.Operation, name="print"):
+    """poptorch.ipu_print_tensor: copy the tensor to the host, print it after `title`,
+    and return it unchanged.
+
+    `%y = "ipu.print"(%x) {title = "a"} : (tensor<4xf32>) -> tensor<4xf32>`
+    """
+
+    input: Operand[ir.RankedTensorType]
+    title: ir.StringAttr
+    output: Result[ir.RankedTensorType] = result()
+
+    verify_invariants = verified(_check_identity)

@@ -4,7 +4,13 @@ Importing this package registers every pass; `all_passes()` lists them and
 `parse_pipeline` / `build_pass_manager` turn pipeline text into an MLIR PassManager.
 """
 
-from . import check_torch_ops, convert_torch_to_ipu, import_annotations, simplify
+from . import (
+    check_torch_ops,
+    convert_poptorch_ops,
+    convert_torch_to_ipu,
+    import_annotations,
+    simplify,
+)
 from .pipeline import PipelineError, build_pass_manager, parse_pipeline
 from .registry import (
     DiagnosticWarning,
@@ -28,6 +34,7 @@ __all__ = [
     "build_pass_manager",
     "get_pass",
     "check_torch_ops",
+    "convert_poptorch_ops",
     "convert_torch_to_ipu",
     "import_annotations",
     "parse_pipeline",

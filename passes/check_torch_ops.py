@@ -21,7 +21,12 @@ class CheckTorchOps(Pass):
 
     def run(self, module: ir.Operation) -> None:
         for op in self.walk(module):
-            if op.name == "torch.operator":
-                name = op.attributes["name"].value
-                self.report(op, f"unsupported op '{name}': torch-mlir has no definition "
-                                "for it, so it cannot be lowered to the ipu dialect")
+            if op.name != "torch.operator":
+                continue
+            name = op.attributes["name"].value
+            if name.startswith("torch.poptorch."):
+                reason = "a PopTorch op whose non-tensor arguments are not constants"
+            else:
+                reason = "torch-mlir has no definition for it, so it cannot be lowered to " \
+                         "the ipu dialect"
+            self.report(op, f"unsupported op '{name}': {reason}")

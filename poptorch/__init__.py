@@ -22,6 +22,9 @@ _LAZY = {
     "Options": ".options",
     "OutputMode": ".enums",
     "CommGroupType": ".enums",
+    "Block": "._annotations",
+    "nop": ".ops",
+    "ipu_print_tensor": ".ops",
 }
 
 

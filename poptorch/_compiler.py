@@ -25,6 +25,7 @@ from . import _frontend
 from .errors import Error
 
 PIPELINE = (
+    "ipu-convert-poptorch-ops",
     "ipu-check-torch-ops",
     "torchdynamo-export-to-torch-backend-pipeline",
     "ipu-import-annotations",
@@ -32,6 +33,7 @@ PIPELINE = (
     "ipu-convert-torch-to-ipu",
     "canonicalize",
     "func.func(torch-finalizing-backend-type-conversion)",
+    "ipu-import-annotations",
     "ipu-simplify",
     "cse",
 )

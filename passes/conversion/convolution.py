@@ -1,7 +1,199 @@
-"""torch -> ipu: the convolution family (being written)."""
+"""torch -> ipu: convolutions, pooling, padding and nearest upsampling.
 
-from .common import Patterns
+`aten.convolution` becomes `ipu.conv` or `ipu.conv_transpose` plus a broadcast `ipu.add`
+of the bias; a zero `ipu.pad` of the spatial dims feeding a convolution (what
+`padding='same'` with an even kernel gives) is folded into the convolution's padding.
+Pooling keeps PyTorch's attributes (`ipu.max_pool`, `ipu.avg_pool`; adaptive pooling that
+torch-mlir leaves whole becomes `ipu.adaptive_*_pool`), `aten.constant_pad_nd` is
+`ipu.pad`, and nearest-mode `aten.__interpolate` is `ipu.upsample_nearest`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from torch_mlir import ir
+
+from poptorch.dialects.convolution import (
+    AdaptiveAvgPoolOp,
+    AdaptiveMaxPoolOp,
+    AvgPoolOp,
+    ConvOp,
+    ConvTransposeOp,
+    MaxPoolOp,
+    PadOp,
+    UpsampleNearestOp,
+)
+from poptorch.dialects.data_movement import ReshapeOp
+from poptorch.dialects.elementwise import BINARY_OPS
+
+from .common import Builder, Patterns, Unsupported
+from .elementwise import operand
+
+
+def i64(value: int) -> ir.IntegerAttr:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def flag(value: bool) -> ir.IntegerAttr:
+    """`true` / `false`. (Not `BoolAttr.get`: a false BoolAttr is falsy, and the op builders
+    of `dialects.ext` take a falsy attribute for a missing one.)"""
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(1), int(value))
+
+
+def array(values: list[int]) -> ir.DenseI64ArrayAttr:
+    return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+def per_dim(b: Builder, value: ir.Value, count: int, what: str,
+            default: list[int] | None = None) -> list[int]:
+    """A constant int list with one entry per spatial dim (a single entry is repeated)."""
+    values = b.scalar_list(value)
+    if not values and default is not None:
+        return default
+    if len(values) == 1:
+        values = values * count
+    if len(values) != count:
+        raise Unsupported(f"{what} {values} needs {count} entries")
+    return values
+
+
+def folded_padding(x: ir.Value, spatial: int) -> tuple[ir.Value, list[int], list[int]]:
+    """`x`, or the input of the zero `ipu.pad` producing it when that pads only the
+    trailing `spatial` dims by non-negative amounts, and the padding taken over."""
+    owner = x.owner
+    none = [0] * spatial
+    if not (isinstance(owner, ir.OpView) and owner.operation.name == "ipu.pad"):
+        return x, none, none
+    low, high = list(owner.attributes["low"]), list(owner.attributes["high"])
+    lead = len(low) - spatial
+    if (owner.attributes["value"].value != 0 or any(low[:lead] + high[:lead])
+            or min(low + high) < 0):
+        return x, none, none
+    return owner.operands[0], low[lead:], high[lead:]
+
+
+def convolution(op: ir.OpView, b: Builder) -> ir.Value:
+    """aten.convolution(input, weight, bias?, stride, padding, dilation, transposed,
+    output_padding, groups)."""
+    out = b.result_type()
+    x = operand(b, op.operands[0], out.element_type)
+    weight = operand(b, op.operands[1], out.element_type)
+    d = weight.type.rank - 2
+    if d < 1 or x.type.rank != d + 2:
+        raise Unsupported(f"convolution of a rank-{x.type.rank} input with a rank-"
+                          f"{weight.type.rank} weight (expected N, C, spatial...)")
+    strides, padding, dilations = (per_dim(b, op.operands[i], d, name) for i, name in
+                                   ((3, "stride"), (4, "padding"), (5, "dilation")))
+    groups = i64(b.scalar(op.operands[8]))
+    if b.scalar(op.operands[6]):
+        output_padding = per_dim(b, op.operands[7], d, "output_padding", [0] * d)
+        y = ConvTransposeOp(x, weight, array(strides), array(padding), array(output_padding),
+                            array(dilations), groups, out).result
+    else:
+        x, low, high = folded_padding(x, d)
+        low = [p + extra for p, extra in zip(padding, low, strict=True)]
+        high = [p + extra for p, extra in zip(padding, high, strict=True)]
+        y = ConvOp(x, weight, array(strides), array(low), array(high), array(dilations), groups,
+                   out).result
+    if b.is_none(op.operands[2]):
+        return y
+    bias = operand(b, op.operands[2], out.element_type)
+    shape = [bias.type.shape[0]] + [1] * d
+    bias = ReshapeOp(bias, ir.RankedTensorType.get(shape, out.element_type)).result
+    return BINARY_OPS["add"](y, bias, out).result
+
+
+def pool_attrs(b: Builder, op: ir.OpView, d: int) -> tuple[list[int], ...]:
+    """kernel, stride (defaults to the kernel when empty) and padding of a pooling op."""
+    kernel = per_dim(b, op.operands[1], d, "kernel_size")
+    strides = per_dim(b, op.operands[2], d, "stride", kernel)
+    padding = per_dim(b, op.operands[3], d, "padding")
+    return kernel, strides, padding
+
+
+def max_pool(d: int, op: ir.OpView, b: Builder) -> ir.Value:
+    """aten.max_pool{d}d(input, kernel_size, stride, padding, dilation, ceil_mode)."""
+    out = b.result_type()
+    x = b.tensor(op.operands[0])
+    kernel, strides, padding = pool_attrs(b, op, d)
+    dilations = per_dim(b, op.operands[4], d, "dilation")
+    ceil_mode = flag(b.scalar(op.operands[5]))
+    return MaxPoolOp(x, array(kernel), array(strides), array(padding), array(dilations),
+                     ceil_mode, out).result
+
+
+def avg_pool(d: int, op: ir.OpView, b: Builder) -> ir.Value:
+    """aten.avg_pool{d}d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+    divisor_override?) (avg_pool1d has no divisor_override)."""
+    out = b.result_type()
+    x = b.tensor(op.operands[0])
+    kernel, strides, padding = pool_attrs(b, op, d)
+    ceil_mode, include_pad = (flag(b.scalar(v)) for v in op.operands[4:6])
+    divisor = b.scalar(op.operands[6]) if len(op.operands) > 6 else None
+    if divisor is not None and divisor < 1:
+        raise Unsupported(f"divisor_override {divisor} must be positive")
+    return AvgPoolOp(x, array(kernel), array(strides), array(padding), ceil_mode, include_pad,
+                     i64(divisor or 0), out).result
+
+
+def adaptive_pool(kind: str, op: ir.OpView, b: Builder) -> ir.Value | list[ir.Value]:
+    """aten._adaptive_avg_pool3d(input, output_size) and aten.adaptive_max_pool3d, whose
+    indices result must be unused (it becomes a splat constant that canonicalize drops)."""
+    out = b.result_type()
+    x = b.tensor(op.operands[0])
+    d = len(b.scalar_list(op.operands[1]))
+    size = array(out.shape[out.rank - d:])
+    if kind == "avg":
+        return AdaptiveAvgPoolOp(x, size, out).result
+    if list(op.results[1].uses):
+        raise Unsupported("the indices of adaptive max pooling are not supported")
+    indices = b.result_type(1)
+    return [AdaptiveMaxPoolOp(x, size, out).result,
+            b.constant(0, indices.element_type, indices.shape)]
+
+
+def constant_pad(op: ir.OpView, b: Builder) -> ir.Value:
+    """aten.constant_pad_nd(input, pad, value): pad lists (low, high) from the last dim."""
+    out = b.result_type()
+    x = b.tensor(op.operands[0])
+    pad = b.scalar_list(op.operands[1])
+    rank = x.type.rank
+    if len(pad) % 2 or len(pad) > 2 * rank:
+        raise Unsupported(f"pad {pad} needs an even number of entries, at most {2 * rank}")
+    low, high = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):
+        low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    value = ir.FloatAttr.get_f64(float(b.scalar(op.operands[2])))
+    return PadOp(x, array(low), array(high), value, ir.StringAttr.get("constant"), out).result
+
+
+def interpolate(op: ir.OpView, b: Builder) -> ir.Value:
+    """aten.__interpolate.size_list_scale_list(input, size?, scale_factor?, mode,
+    align_corners?, recompute_scale_factor?, antialias) in "nearest" mode."""
+    mode = b.scalar(op.operands[3])
+    if mode != "nearest":
+        raise Unsupported(f"interpolation mode '{mode}' (only 'nearest' is supported)")
+    if b.scalar(op.operands[6]):
+        raise Unsupported("antialiased interpolation")
+    out = b.result_type()
+    x = b.tensor(op.operands[0])
+    d = x.type.rank - 2
+    if d < 1:
+        raise Unsupported(f"nearest interpolation of a rank-{x.type.rank} input")
+    scales = [0.0] * d
+    if not b.is_none(op.operands[2]) and not b.scalar(op.operands[5]):
+        scales = [float(s) for s in per_dim(b, op.operands[2], d, "scale_factor")]
+    return UpsampleNearestOp(x, ir.DenseF64ArrayAttr.get(scales), out).result
 
 
 def populate_convolution(patterns: Patterns) -> None:
-    """Register the convolution lowerings."""
+    """Register the convolution, pooling, padding and upsampling lowerings."""
+    patterns.lower("torch.aten.convolution", convolution)
+    for d in (1, 2, 3):
+        patterns.lower(f"torch.aten.max_pool{d}d", partial(max_pool, d))
+        patterns.lower(f"torch.aten.avg_pool{d}d", partial(avg_pool, d))
+    patterns.lower("torch.aten._adaptive_avg_pool3d", partial(adaptive_pool, "avg"))
+    patterns.lower("torch.aten.adaptive_max_pool3d", partial(adaptive_pool, "max"))
+    patterns.lower("torch.aten.constant_pad_nd", constant_pad)
+    patterns.lower("torch.aten.__interpolate.size_list_scale_list", interpolate)

@@ -102,6 +102,7 @@ def load_all() -> dict[str, Kernel]:
         indexing,
         linear,
         reduction,
+        structure,
     )
 
     return KERNELS

@@ -236,11 +236,11 @@ def test_ir_dumps_run_through_ipu_opt(tmp_path):
     poptorch.inferenceModel(Linear(), opts)(torch.randn(2, 4))
     files = sorted(glob.glob(os.path.join(tmp_path, "*.mlir")))
     assert [os.path.basename(f).split("-", 1)[1] for f in files] == [
-        "import.mlir", "ipu-check-torch-ops.mlir",
+        "import.mlir", "ipu-convert-poptorch-ops.mlir", "ipu-check-torch-ops.mlir",
         "torchdynamo-export-to-torch-backend-pipeline.mlir", "ipu-import-annotations.mlir",
         "torch-func-backend-type-conversion.mlir", "ipu-convert-torch-to-ipu.mlir",
         "canonicalize.mlir", "func_func_torch-finalizing-backend-type-conversion_.mlir",
-        "ipu-simplify.mlir", "cse.mlir"]
+        "ipu-import-annotations.mlir", "ipu-simplify.mlir", "cse.mlir"]
     exe = os.path.join(os.path.dirname(sys.executable), "ipu-opt")
     for path in files:
         with open(path) as f:
@@ -250,3 +250,46 @@ def test_ir_dumps_run_through_ipu_opt(tmp_path):
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip() == text.strip()
     assert os.path.exists(os.path.join(tmp_path, "program.py"))
+
+
+def test_poptorch_ops_reach_the_ipu_dialect(capfd):
+    """Spec 4.6.2's example: the print's result is used; nop stays in the program."""
+    class ExampleModel(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bias = torch.nn.Parameter(torch.zeros(()))
+
+        def forward(self, x):
+            x = x + 1
+            x = poptorch.ipu_print_tensor(x, "summation")
+            return poptorch.nop(x) + self.bias
+
+    model = ExampleModel()
+    ipu = poptorch.inferenceModel(model)
+    out = ipu(torch.tensor([1.0, 2.0]))
+    torch.testing.assert_close(out, torch.tensor([2.0, 3.0]))
+    assert capfd.readouterr().out == "summation: [2. 3.]\n"
+    text = ipu._compiled.module_text
+    assert '"ipu.print"' in text and 'title = "summation"' in text and '"ipu.nop"' in text
+    torch.testing.assert_close(model(torch.tensor([1.0, 2.0])).detach(), out)
+
+
+def test_block_annotations_reach_the_ipu_ops():
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            with poptorch.Block("encoder", ipu_id=0):
+                x = torch.relu(self.a(x))
+            with poptorch.Block("head", ipu_id=1):
+                return self.b(x)
+
+    ipu = poptorch.inferenceModel(Model())
+    ipu(torch.randn(2, 4))
+    lines = [line for line in ipu._compiled.module_text.splitlines() if '"ipu.' in line]
+    assert any('"ipu.relu"' in line and 'ipu.block = "encoder"' in line for line in lines)
+    assert all("ipu.block" in line for line in lines if '"ipu.matmul"' in line)
+    assert any('"ipu.matmul"' in line and 'ipu.block = "head"' in line
+               and "ipu.ipu_id = 1" in line for line in lines)

@@ -1,0 +1,46 @@
+"""ipu-convert-poptorch-ops: PopTorch's own ops (custom ops `torch.poptorch.*`) to ipu ops.
+
+torch-mlir imports torch.library custom ops as opaque `torch.operator`s, which its
+backend pipeline rejects, so this runs first, on the freshly imported module: each
+`torch.operator "torch.poptorch.<name>"` becomes its ipu op between torch_c casts.
+Other opaque operators are left for `ipu-check-torch-ops` to report.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir, rewrite
+
+from poptorch.dialects.structure import NopOp, PrintOp
+
+from .conversion.common import Builder, Patterns, Unsupported
+from .registry import Pass, register
+
+
+def nop(op: ir.OpView, b: Builder) -> ir.Value:
+    return NopOp(b.tensor(op.operands[0]), b.result_type()).result
+
+
+def ipu_print_tensor(op: ir.OpView, b: Builder) -> ir.Value:
+    title = ir.StringAttr.get(b.scalar(op.operands[1]))
+    return PrintOp(b.tensor(op.operands[0]), title, b.result_type()).result
+
+
+LOWERINGS = {"torch.poptorch.nop": nop, "torch.poptorch.ipu_print_tensor": ipu_print_tensor}
+
+
+def lower_operator(op: ir.OpView, b: Builder) -> ir.Value:
+    lowering = LOWERINGS.get(op.attributes["name"].value)
+    if lowering is None:
+        raise Unsupported("not a PopTorch op")
+    return lowering(op, b)
+
+
+@register
+class ConvertPoptorchOps(Pass):
+    argument = "ipu-convert-poptorch-ops"
+    description = "Lower PopTorch's custom ops (torch.operator \"torch.poptorch.*\") to ipu ops"
+
+    def run(self, module: ir.Operation) -> None:
+        patterns = Patterns()
+        patterns.lower("torch.operator", lower_operator)
+        rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
