@@ -20,20 +20,32 @@ _LAZY = {
     "PoplarExecutor": "._executor",
     "isRunningOnIpu": "._frontend",
     "Options": ".options",
-    "OutputMode": ".enums",
-    "CommGroupType": ".enums",
+    "TensorLocationSettings": ".options",
+    "DataLoader": ".data",
+    **{name: ".enums" for name in (
+        "OutputMode", "CommGroupType", "DataLoaderMode", "VariableRetrievalMode",
+        "SharingStrategy", "ConnectionType", "SyncPattern", "ReductionType",
+        "MeanReductionStrategy", "HalfFloatCastingBehavior", "OverlapMode",
+        "MatMulSerializationMode", "Liveness", "AutoStage", "MultiConvPlanType")},
     "Block": "._annotations",
     "nop": ".ops",
     "ipu_print_tensor": ".ops",
 }
 
 
+# submodules the spec names directly (poptorch.enums.CommGroupType, ...)
+_SUBMODULES = ("enums", "options", "ops", "data")
+
+
 def __getattr__(name: str):
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'poptorch' has no attribute '{name}'")
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'poptorch' has no attribute '{name}'")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

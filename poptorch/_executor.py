@@ -73,6 +73,9 @@ def _freeze_tensor_attributes(model: torch.nn.Module) -> set[str]:
     return frozen
 
 
+_NARROWED_NUMPY = {np.dtype(np.int64): np.int32, np.dtype(np.float64): np.float32}
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
@@ -168,6 +171,7 @@ class PoplarExecutor:
                         "replicas; if each replica may keep its own buffers, set "
                         "options.broadcastBuffers(False)", type="options")
         self._compiled = _compiler.compile_captured(captured, opts.ir_dump_dir)
+        opts._freeze()  # compile-time options may not change under a compiled model
         self._in_spec = spec
         self._input_meta = [(tuple(t.shape), t.dtype) for t in micro
                             if isinstance(t, torch.Tensor)]
@@ -367,4 +371,7 @@ class PoplarExecutor:
             result = stacked.reshape(-1)
         else:
             result = stacked.reshape((-1,) + stacked.shape[3:])
-        return torch.from_numpy(np.ascontiguousarray(result))
+        result = np.ascontiguousarray(result)
+        if result.dtype in _NARROWED_NUMPY:  # the IPU has no 64-bit types
+            result = result.astype(_NARROWED_NUMPY[result.dtype])
+        return torch.from_numpy(result)

@@ -90,6 +90,9 @@ def decompositions() -> dict:
     aten = torch.ops.aten
     table = dict(get_decomposition_table())
     table[aten.erfc.default] = lambda x: 1 - aten.erf(x)
+    # ipu.sort is always stable, so the stable overload is the plain one.
+    table[aten.sort.stable] = lambda x, *, stable=None, dim=-1, descending=False: \
+        aten.sort.default(x, dim, descending)
     for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         table[getattr(aten, name).Scalar] = _scalar_to_tensor(getattr(aten, name).Tensor)
     return table

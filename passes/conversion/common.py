@@ -8,7 +8,8 @@ lowering declined it, when one did).
 
 A lowering is `fn(op, b) -> value(s)`: it reads the torch op, builds ipu ops on builtin
 tensors through the `Builder` `b` (inserted before `op`, at `op`'s location) and returns
-the builtin values that replace the op's results. Casts between `!torch.vtensor` and
+the builtin values that replace the op's results. A lowering makes every check before
+it builds anything: ops built before it declines would stay behind. Casts between `!torch.vtensor` and
 builtin tensors (`torch_c.to_builtin_tensor` / `from_builtin_tensor`) are inserted
 around it and fold away when producer and consumer are both converted.
 """
@@ -84,10 +85,15 @@ class Builder:
 
     # ---- values ---------------------------------------------------------------------
     def tensor(self, value: ir.Value) -> ir.Value:
-        """The builtin-tensor form of a torch tensor value."""
+        """The builtin-tensor form of a torch tensor value (static when a lowering knew
+        a shape torch left dynamic, see `Patterns`)."""
         owner = value.owner
         if isinstance(owner, ir.OpView) and owner.operation.name == FROM_BUILTIN:
-            return owner.operands[0]
+            inner = owner.operands[0]
+            source = inner.owner
+            if isinstance(source, ir.OpView) and source.operation.name == "tensor.cast":
+                return source.operands[0]
+            return inner
         return ir.Operation.create(TO_BUILTIN, results=[builtin_type(value.type)],
                                    operands=[value]).result
 
@@ -171,11 +177,8 @@ class Patterns:
                     results = fn(op, Builder(op))
                     if isinstance(results, ir.Value):
                         results = [results]
-                    replacements = [
-                        ir.Operation.create(FROM_BUILTIN, results=[old.type],
-                                            operands=[new]).result
-                        for old, new in zip(op.results, results, strict=True)
-                    ]
+                    replacements = [_to_torch(new, old.type)
+                                    for old, new in zip(op.results, results, strict=True)]
             except Unsupported as reason:
                 self.declined[decline_key(op)] = str(reason)
                 return True  # no match: the op stays and is reported
@@ -186,6 +189,15 @@ class Patterns:
             return False
 
         return apply
+
+
+def _to_torch(value: ir.Value, torch_type: ir.Type) -> ir.Value:
+    """`value` as a torch value of `torch_type`. Where torch's type has dynamic sizes the
+    lowering computed statically, a `tensor.cast` keeps the static value reachable."""
+    expected = builtin_type(torch_type)
+    if value.type != expected:
+        value = ir.Operation.create("tensor.cast", results=[expected], operands=[value]).result
+    return ir.Operation.create(FROM_BUILTIN, results=[torch_type], operands=[value]).result
 
 
 def decline_key(op: ir.OpView | ir.Operation) -> str:

@@ -59,7 +59,10 @@ def slice_(op: ir.OpView, b: Builder) -> ir.Value:
     start, end, step = slice(start, end, step).indices(shape[dim])
     if step < 1:
         raise Unsupported("slices with a negative step")
-    return _slice(x, dim, start, max(start, end), step, b.result_type())
+    end = max(start, end)
+    shape[dim] = -(-(end - start) // step)
+    out = ir.RankedTensorType.get(shape, x.type.element_type)  # torch may leave it dynamic
+    return _slice(x, dim, start, end, step, out)
 
 
 def _slice(x: ir.Value, dim: int, start: int, end: int, step: int,

@@ -7,6 +7,10 @@ per leading dim (torch-mlir has already turned slices between them into `arange`
 the tensors are broadcast, cast to the widest index type and stacked on a last axis for
 `ipu.index` / `ipu.index_put`. Index element types follow the IR (i32 from the host,
 i64 from arange and sort): nothing is narrowed here.
+
+Each lowering reads its constants and checks what it declines before it builds any op:
+ops built by a lowering that then declines would stay behind, and the greedy driver
+would never converge.
 """
 
 from __future__ import annotations

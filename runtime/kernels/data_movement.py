@@ -62,3 +62,9 @@ def _concat_static(op):
 def concat(lhs, rhs, axis, rank):
     lhs, rhs = align_leading((lhs, rank), (rhs, rank))
     return np.concatenate([lhs, rhs], axis=axis)
+
+
+@kernel("tensor.cast")
+def tensor_cast(x):
+    """A static shape cast to the dynamic type torch declared: the same array."""
+    return x

@@ -239,7 +239,7 @@ def test_ir_dumps_run_through_ipu_opt(tmp_path):
         "import.mlir", "ipu-convert-poptorch-ops.mlir", "ipu-check-torch-ops.mlir",
         "torchdynamo-export-to-torch-backend-pipeline.mlir", "ipu-import-annotations.mlir",
         "torch-func-backend-type-conversion.mlir", "ipu-convert-torch-to-ipu.mlir",
-        "canonicalize.mlir", "func_func_torch-finalizing-backend-type-conversion_.mlir",
+        "canonicalize.mlir", "torch-finalizing-backend-type-conversion.mlir",
         "ipu-import-annotations.mlir", "ipu-simplify.mlir", "cse.mlir"]
     exe = os.path.join(os.path.dirname(sys.executable), "ipu-opt")
     for path in files:

@@ -1,12 +1,12 @@
 // RUN: ipu-opt %s --ipu-convert-torch-to-ipu --split-input-file --verify-diagnostics
 
 // An op without a lowering stays and is reported at its location.
-func.func @no_lowering(%x: !torch.vtensor<[4],f32>) -> !torch.vtensor<[4],f32> {
+func.func @no_lowering(%x: !torch.vtensor<[4],si64>) -> !torch.vtensor<[?],si64> {
   %int0 = torch.constant.int 0
   %none = torch.constant.none
-  // expected-error @+1 {{unsupported op 'torch.aten.cumprod': no lowering to the ipu dialect}}
-  %0 = torch.aten.cumprod %x, %int0, %none : !torch.vtensor<[4],f32>, !torch.int, !torch.none -> !torch.vtensor<[4],f32>
-  return %0 : !torch.vtensor<[4],f32>
+  // expected-error @+1 {{unsupported op 'torch.aten.bincount': no lowering to the ipu dialect}}
+  %0 = torch.aten.bincount %x, %none, %int0 : !torch.vtensor<[4],si64>, !torch.none, !torch.int -> !torch.vtensor<[?],si64>
+  return %0 : !torch.vtensor<[?],si64>
 }
 
 // -----
