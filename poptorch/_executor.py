@@ -371,7 +371,7 @@ class PoplarExecutor:
             result = stacked.reshape(-1)
         else:
             result = stacked.reshape((-1,) + stacked.shape[3:])
-        result = np.ascontiguousarray(result)
+        result = np.ascontiguousarray(result).reshape(np.shape(result))  # keeps 0-d shapes
         if result.dtype in _NARROWED_NUMPY:  # the IPU has no 64-bit types
             result = result.astype(_NARROWED_NUMPY[result.dtype])
         return torch.from_numpy(result)

@@ -17,13 +17,20 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 import torch.fx.traceback as fxtb
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.utils import _pytree as pytree
 from torch_mlir import ir
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
-from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
+from torch_mlir.extras.fx_importer import (
+    TORCH_DTYPE_TO_MLIR_TYPE,
+    TORCH_DTYPE_TO_NPY_TYPE,
+    FxImporter,
+    FxImporterHooks,
+    GraphNodeImporter,
+)
 
 from .errors import Error
 
@@ -178,8 +185,26 @@ def _attribute(value: Any, context: ir.Context) -> ir.Attribute:
     return ir.StringAttr.get(str(value), context)
 
 
+class DenseLiterals(FxImporterHooks):
+    """Import tensor literals (small constants that decompositions make, such as the
+    index tensors of group norm) as `dense<...>` rather than `dense_resource<...>`,
+    whose data the ipu lowering could not read from Python."""
+
+    def resolve_literal(self, gni, literal, info):
+        if not isinstance(literal, torch.Tensor) or literal.numel() <= 1:
+            return None  # torch-mlir's own path already makes these dense splats
+        array = np.array(literal.tolist()).astype(TORCH_DTYPE_TO_NPY_TYPE[literal.dtype])
+        with gni._c:
+            attr = ir.DenseElementsAttr.get(array, type=TORCH_DTYPE_TO_MLIR_TYPE[literal.dtype](),
+                                            shape=list(literal.shape))
+            return ir.Operation.create(
+                "torch.vtensor.literal", results=[gni._cc.tensor_to_vtensor_type(literal)],
+                attributes={"value": attr}).result
+
+
 def import_to_mlir(captured: Captured, context: ir.Context) -> ir.Module:
     """The captured graph as a torch-dialect module with one function, `@main`."""
-    importer = FxImporter(context=context, graph_node_importer_cls=AnnotatingNodeImporter)
+    importer = FxImporter(context=context, graph_node_importer_cls=AnnotatingNodeImporter,
+                          hooks=DenseLiterals())
     importer.import_graph_module(captured.program.graph_module, func_name="main")
     return importer.module

@@ -7,6 +7,9 @@ Operands are cast to the result's element type first (torch has already chosen i
 int64 for integer sums, the `dtype` argument when given); `any`/`all` reduce i1.
 Norms, var/std and logsumexp are composed from `ipu.reduce` and elementwise ops. The
 normalisation layers and (log-)softmax reach us already decomposed by torch-mlir.
+
+Every lowering reads all its constant operands before it builds an op: a lowering that
+declines must leave the IR untouched, or the greedy driver never converges.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from poptorch.dialects.reduction import (
     reduced_shape,
 )
 
-from .common import Builder, Patterns, Unsupported
+from .common import Builder, Patterns, Unsupported, builtin_type
 
 # aten op -> (ipu.reduce kind, operand index of its dims, of its keepdim); None: absent
 # (no dims operand: all dims; no keepdim operand: false)
@@ -46,6 +49,11 @@ ARG_OPS = {"max": ArgMaxOp, "min": ArgMinOp}
 
 def _i64(value: int) -> ir.IntegerAttr:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def rank_of(value: ir.Value) -> int:
+    """The rank of a torch tensor value, without building anything."""
+    return builtin_type(value.type).rank
 
 
 def dims_of(b: Builder, value: ir.Value | None, rank: int) -> list[int]:
@@ -79,9 +87,9 @@ def reduction(kind: str, dims_at: int | None, keepdim_at: int | None, op: ir.OpV
               b: Builder) -> ir.Value:
     """sum/mean/prod/amax/amin/max/min/any/all with or without dims."""
     out = b.result_type()
-    x = b.tensor(op.operands[0])
-    dims = dims_of(b, None if dims_at is None else op.operands[dims_at], x.type.rank)
+    dims = dims_of(b, None if dims_at is None else op.operands[dims_at], rank_of(op.operands[0]))
     keepdim = False if keepdim_at is None else b.scalar(op.operands[keepdim_at])
+    x = b.tensor(op.operands[0])
     if kind in ("any", "all"):
         i1 = ir.IntegerType.get_signless(1)
         return b.cast(reduce(b.cast(x, i1), kind, dims, keepdim), out.element_type)
@@ -102,16 +110,17 @@ def arg_index(kind: str, x: ir.Value, dim: int | None, keepdim: bool,
 
 def arg_reduction(kind: str, op: ir.OpView, b: Builder) -> ir.Value:
     """aten.argmax/argmin(x, dim?, keepdim)."""
-    x = b.tensor(op.operands[0])
-    dim = None if b.is_none(op.operands[1]) else b.scalar(op.operands[1]) % max(x.type.rank, 1)
-    return arg_index(kind, x, dim, b.scalar(op.operands[2]), b.result_type())
+    rank = rank_of(op.operands[0])
+    dim = None if b.is_none(op.operands[1]) else b.scalar(op.operands[1]) % max(rank, 1)
+    keepdim = b.scalar(op.operands[2])
+    return arg_index(kind, b.tensor(op.operands[0]), dim, keepdim, b.result_type())
 
 
 def value_and_index(kind: str, op: ir.OpView, b: Builder) -> tuple[ir.Value, ir.Value]:
     """aten.max.dim/min.dim(x, dim, keepdim): the extreme values and their first indices."""
-    x = b.cast(b.tensor(op.operands[0]), b.result_type(0).element_type)
+    dims = dims_of(b, op.operands[1], rank_of(op.operands[0]))
     keepdim = b.scalar(op.operands[2])
-    dims = dims_of(b, op.operands[1], x.type.rank)
+    x = b.cast(b.tensor(op.operands[0]), b.result_type(0).element_type)
     values = reduce(x, kind, dims, keepdim)
     return values, arg_index(kind, x, dims[0] if dims else None, keepdim, b.result_type(1))
 
@@ -119,10 +128,11 @@ def value_and_index(kind: str, op: ir.OpView, b: Builder) -> tuple[ir.Value, ir.
 def scan(make: type, op: ir.OpView, b: Builder) -> ir.Value:
     """aten.cumsum/cumprod(x, dim, dtype?), in the result's element type."""
     out = b.result_type()
+    dim = b.scalar(op.operands[1])
     x = b.cast(b.tensor(op.operands[0]), out.element_type)
-    if x.type.rank == 0:
+    if out.rank == 0:
         return x
-    return make(x, _i64(b.scalar(op.operands[1]) % x.type.rank), out).result
+    return make(x, _i64(dim % out.rank), out).result
 
 
 def vector_norm(x: ir.Value, order: float, dims: list[int], keepdim: bool, b: Builder) -> ir.Value:
@@ -148,33 +158,32 @@ def vector_norm(x: ir.Value, order: float, dims: list[int], keepdim: bool, b: Bu
 
 def linalg_vector_norm(op: ir.OpView, b: Builder) -> ir.Value:
     """aten.linalg_vector_norm(x, ord, dim?, keepdim, dtype?)."""
-    out = b.result_type()
-    x = b.cast(b.tensor(op.operands[0]), out.element_type)
-    dims = dims_of(b, op.operands[2], x.type.rank)
-    return vector_norm(x, b.scalar(op.operands[1]), dims, b.scalar(op.operands[3]), b)
+    order, keepdim = b.scalar(op.operands[1]), b.scalar(op.operands[3])
+    dims = dims_of(b, op.operands[2], rank_of(op.operands[0]))
+    x = b.cast(b.tensor(op.operands[0]), b.result_type().element_type)
+    return vector_norm(x, order, dims, keepdim, b)
 
 
 def linalg_norm(op: ir.OpView, b: Builder) -> ir.Value:
     """aten.linalg_norm(x, ord?, dim?, keepdim, dtype?): vector norms and Frobenius."""
-    out = b.result_type()
-    x = b.cast(b.tensor(op.operands[0]), out.element_type)
-    dims = dims_of(b, op.operands[2], x.type.rank)
-    order = b.scalar(op.operands[1])
+    order, keepdim = b.scalar(op.operands[1]), b.scalar(op.operands[3])
+    dims = dims_of(b, op.operands[2], rank_of(op.operands[0]))
     if order is not None and len(dims) != 1:
         raise Unsupported(f"matrix norms (ord={order} over {len(dims)} dims) are not supported")
-    return vector_norm(x, 2 if order is None else order, dims, b.scalar(op.operands[3]), b)
+    x = b.cast(b.tensor(op.operands[0]), b.result_type().element_type)
+    return vector_norm(x, 2 if order is None else order, dims, keepdim, b)
 
 
 def variance(root: bool, op: ir.OpView, b: Builder) -> ir.Value:
     """aten.var/std.correction(x, dim?, correction?, keepdim): sum((x - mean)^2) / (N - c)."""
     out = b.result_type()
+    dims = dims_of(b, op.operands[1], rank_of(op.operands[0]))
+    correction, keepdim = b.scalar(op.operands[2]), b.scalar(op.operands[3])
     x = b.cast(b.tensor(op.operands[0]), out.element_type)
-    dims = dims_of(b, op.operands[1], x.type.rank)
-    correction = b.scalar(op.operands[2])
     count = math.prod(x.type.shape[d] for d in dims)
     mean = reduce(x, "mean", dims, True)
     centred = BINARY_OPS["sub"](x, mean, x.type).result
-    squares = reduce(centred, "square_sum", dims, b.scalar(op.operands[3]))
+    squares = reduce(centred, "square_sum", dims, keepdim)
     divisor = b.constant(max(0, count - (1 if correction is None else correction)),
                          out.element_type)
     var = BINARY_OPS["div"](squares, divisor, squares.type).result
@@ -184,9 +193,9 @@ def variance(root: bool, op: ir.OpView, b: Builder) -> ir.Value:
 def logsumexp(op: ir.OpView, b: Builder) -> ir.Value:
     """aten.logsumexp(x, dim, keepdim): log(sum(exp(x - m))) + m, m the finite max or 0."""
     out = b.result_type()
-    x = b.cast(b.tensor(op.operands[0]), out.element_type)
-    dims = dims_of(b, op.operands[1], x.type.rank)
+    dims = dims_of(b, op.operands[1], rank_of(op.operands[0]))
     keepdim = b.scalar(op.operands[2])
+    x = b.cast(b.tensor(op.operands[0]), out.element_type)
     element = out.element_type
     peak = reduce(x, "max", dims, True)
     infinite = COMPARE_OPS["eq"](UNARY_OPS["abs"](peak, peak.type).result,

@@ -74,6 +74,31 @@ def with_ranks(op: ir.OpView) -> dict[str, Any]:
     return {**attributes(op), **ranks(op)}
 
 
+def broadcast_ranks(op: ir.OpView) -> dict[str, Any]:
+    """For ops that broadcast operands of different ranks: their ranks and the result's.
+
+    Empty when every operand already has the result's rank (nothing to align).
+    """
+    ranks = tuple(v.type.rank for v in op.operands)
+    out_rank = op.results[0].type.rank
+    if all(r == out_rank for r in ranks):
+        return {}
+    return {"ranks": ranks, "out_rank": out_rank}
+
+
+def align(arrays: tuple[np.ndarray, ...], ranks: tuple[int, ...] | None,
+          out_rank: int | None) -> tuple[np.ndarray, ...]:
+    """Give every operand the result's declared rank, inserting size-1 dims *after* its
+    leading (replica) axes, so that NumPy broadcasting lines up declared dimensions
+    and never a replica axis with a declared one."""
+    if ranks is None:
+        return arrays
+    return tuple(
+        a.reshape(a.shape[: a.ndim - r] + (1,) * (out_rank - r) + a.shape[a.ndim - r:])
+        if r < out_rank else a
+        for a, r in zip(arrays, ranks, strict=True))
+
+
 def kernel(*names: str, static: Callable[[ir.OpView], dict[str, Any]] = attributes):
     """Register the decorated function as the kernel of the ipu ops `names`."""
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from . import kernel
+from . import align, broadcast_ranks, kernel
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -85,10 +85,17 @@ def _register_unary(name, fn):
 
 
 def _register_binary(name, fn):
-    def apply(lhs, rhs):
+    def apply(lhs, rhs, ranks=None, out_rank=None):
+        lhs, rhs = align((lhs, rhs), ranks, out_rank)
         out = fn(lhs, rhs)
         return out.astype(lhs.dtype, copy=False) if out.dtype != lhs.dtype else out
-    kernel(f"ipu.{name}")(apply)
+    kernel(f"ipu.{name}", static=broadcast_ranks)(apply)
+
+
+def _register_compare(name, fn):
+    def apply(lhs, rhs, ranks=None, out_rank=None):
+        return fn(*align((lhs, rhs), ranks, out_rank))
+    kernel(f"ipu.{name}", static=broadcast_ranks)(apply)
 
 
 for _name, _fn in UNARY.items():
@@ -96,12 +103,12 @@ for _name, _fn in UNARY.items():
 for _name, _fn in BINARY.items():
     _register_binary(_name, _fn)
 for _name, _fn in COMPARE.items():
-    kernel(f"ipu.{_name}")(_fn)
+    _register_compare(_name, _fn)
 
 
-@kernel("ipu.select")
-def select(condition, lhs, rhs):
-    return np.where(condition, lhs, rhs)
+@kernel("ipu.select", static=broadcast_ranks)
+def select(condition, lhs, rhs, ranks=None, out_rank=None):
+    return np.where(*align((condition, lhs, rhs), ranks, out_rank))
 
 
 def _cast_static(op):

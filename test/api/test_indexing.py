@@ -1,9 +1,8 @@
 """The indexing family against PyTorch on CPU: gather/scatter, advanced indexing and
 index_put, sort/topk, flip/roll, embeddings, and the ops that decompose into them.
 
-Each `check` compiles one model, so each test groups several ops. Index outputs are
-converted with `.int()` in the models: poptorch returns the IR's int64 as int64, while
-`numerics.check` narrows PyTorch's expected int64 to int32.
+Each `check` compiles one model, so each test groups several ops. Index outputs come
+back as int32 (the IPU has no 64-bit types); `numerics.check` narrows PyTorch's int64.
 """
 
 import pytest
@@ -12,11 +11,6 @@ import torch.nn.functional as F  # noqa: N812 - the usual spelling
 from numerics import check
 
 import poptorch
-
-
-def _int(pair):
-    """(values, indices) with the indices as int32."""
-    return pair[0], pair[1].int()
 
 
 def test_gather_index_select_take_along_dim():
@@ -81,9 +75,9 @@ def test_scatter():
 def test_sort_argsort_topk():
     torch.manual_seed(0)
     x = torch.randn(4, 7)
-    check(lambda t: (_int(torch.sort(t, 1)), _int(torch.sort(t, 0, descending=True)),
+    check(lambda t: (tuple(torch.sort(t, 1)), tuple(torch.sort(t, 0, descending=True)),
                      torch.argsort(t, 1, descending=True).int(), torch.msort(t),
-                     _int(torch.topk(t, 3)), _int(torch.topk(t, 2, dim=0, largest=False))),
+                     tuple(torch.topk(t, 3)), tuple(torch.topk(t, 2, dim=0, largest=False))),
           x)
 
 
@@ -91,11 +85,11 @@ def test_sort_ties():
     # Equal values keep their order, in both directions (PyTorch's CPU sort is stable
     # on rows this short); topk orders ties unspecified, so only its values are compared.
     x = torch.tensor([[1.0, 3, 3, 2, 3, 1], [0, 0, 0, 1, 1, 0]])
-    check(lambda t: (_int(torch.sort(t, 1)), _int(torch.sort(t, 1, descending=True)),
+    check(lambda t: (tuple(torch.sort(t, 1)), tuple(torch.sort(t, 1, descending=True)),
                      torch.topk(t, 3).values, torch.topk(t, 4, largest=False).values),
           x)
     i = torch.tensor([[3, 1, 3, 0, 1]], dtype=torch.int32)
-    check(lambda t: _int(torch.sort(t, 1, descending=True)), i)
+    check(lambda t: tuple(torch.sort(t, 1, descending=True)), i)
 
 
 def test_flip_roll_flattened():

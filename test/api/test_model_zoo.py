@@ -98,7 +98,7 @@ def expected_for(mode, out, iterations):
     if mode == "Final":
         return per_iteration[-1]
     if mode == "Sum":
-        return per_iteration.sum(0)
+        return per_iteration.sum(0, dtype=out.dtype)
     if mode == "EveryN":
         return per_iteration[1::2].reshape(-1, *out.shape[1:])
     return out

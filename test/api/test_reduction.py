@@ -1,0 +1,146 @@
+"""Reductions, scans, norms, softmax and the normalisation layers against PyTorch on CPU.
+
+Each test groups several ops in one model (one compile) and runs on float32 and float16.
+Index results come back as int32, the IPU's index type (`numerics.check` narrows
+PyTorch's int64 to compare).
+"""
+
+import pytest
+import torch
+from numerics import check
+from torch import nn
+
+import poptorch
+
+DTYPES = [torch.float32, torch.float16]
+
+
+def _input(*shape, dtype=torch.float32, low=-2.0, high=2.0):
+    torch.manual_seed(0)
+    return (torch.rand(*shape) * (high - low) + low).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sum_mean_prod(dtype):
+    x = _input(3, 4, 5, dtype=dtype)
+    check(lambda t: (t.sum(), t.sum(1), t.sum((0, 2), keepdim=True),
+                     t.sum(-1, dtype=torch.float32), t.mean(), t.mean(-1),
+                     t.mean((0, 1), keepdim=True)), x)
+    y = _input(2, 3, 4, dtype=dtype, low=0.5, high=1.5)
+    check(lambda t: (t.prod(), t.prod(1), t.prod(2, keepdim=True)), y)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_max_min_arg(dtype):
+    x = _input(3, 4, 5, dtype=dtype)
+
+    def fn(t):
+        values, indices = t.max(1)
+        low, low_at = t.min(0, keepdim=True)
+        return (t.max(), t.min(), t.amax((0, 2)), t.amin(1, keepdim=True), values,
+                indices, low, low_at, t.argmax(1), t.argmin(),
+                t.argmax(2, keepdim=True), t.argmin(keepdim=True))
+
+    check(fn, x)
+
+
+def test_arg_ties_take_first_index():
+    x = torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, -1.0, -1.0]])
+    check(lambda t: (t.argmax(1), t.argmin(1), t.max(1).indices), x)
+
+
+def test_any_all():
+    b = _input(3, 4, 5) > 0.5
+    x = _input(3, 4) * (_input(3, 4) > 0)
+    check(lambda t, f: (t.any(), t.any(1), t.all(2), t.all(), t.any(0, keepdim=True),
+                        t.any((0, 2)), f.any(1), f.all(0), t.amax(1), t.min(2).values), b, x)
+
+
+def test_integer_reductions():
+    torch.manual_seed(0)
+    i = torch.randint(-5, 6, (3, 4), dtype=torch.int32)
+    check(lambda t: (t.sum(1), t.amax(0), t.min(1).values, t.cumsum(0),
+                     (t > 0).sum(), t.prod(1),
+                     torch.count_nonzero(t, 1)), i)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cumsum_cumprod(dtype):
+    x = _input(3, 4, 5, dtype=dtype, low=0.5, high=1.5)
+    check(lambda t: (t.cumsum(1), t.cumsum(-1), t.cumprod(2), t.cumprod(0),
+                     t.cumsum(0, dtype=torch.float32)), x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_vector_norms(dtype):
+    x = _input(3, 4, 5, dtype=dtype)
+    norm = torch.linalg.vector_norm
+    inf = float("inf")
+    check(lambda t: (norm(t), norm(t, 1, dim=1), norm(t, inf, dim=(0, 2), keepdim=True),
+                     norm(t, -inf, dim=1), norm(t.relu(), 0, dim=2), norm(t, 3, dim=1),
+                     t.norm(dim=1), torch.linalg.norm(t[0]),
+                     torch.linalg.norm(t, 1, dim=2)), x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_var_std_logsumexp(dtype):
+    x = _input(3, 4, 5, dtype=dtype)
+    check(lambda t: (t.var(1), t.std(2, correction=0), t.var(), t.std((0, 2), keepdim=True),
+                     *torch.var_mean(t, 1), *torch.std_mean(t, (0, 2), correction=2),
+                     torch.logsumexp(t, 1), torch.logsumexp(t, (0, 2), keepdim=True)), x)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")
+def test_logsumexp_of_infinities():
+    x = torch.tensor([[-float("inf")] * 3, [1.0, -float("inf"), 2.0], [float("inf"), 0.0, 1.0]])
+    check(lambda t: torch.logsumexp(t, 1), x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax(dtype):
+    x = _input(3, 4, 5, dtype=dtype) * 3
+    f = nn.functional
+    check(lambda t: (t.softmax(0), t.softmax(1), f.softmax(t, -1), t.log_softmax(0),
+                     f.log_softmax(t, -1), nn.Softmax(dim=1)(t), nn.LogSoftmax(dim=1)(t)), x)
+
+
+class Norms(nn.Module):
+    """The normalisation layers side by side, in evaluation mode."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.layer = nn.LayerNorm(5)
+        self.layer2d = nn.LayerNorm([4, 5], elementwise_affine=False)
+        self.batch1d = nn.BatchNorm1d(4)
+        self.batch2d = nn.BatchNorm2d(4)
+        self.instance = nn.InstanceNorm2d(4, affine=True)
+        for bn in (self.batch1d, self.batch2d):
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+        for p in self.parameters():
+            nn.init.uniform_(p, 0.5, 1.5)
+
+    def forward(self, x3, x4):
+        return (self.layer(x3), self.layer2d(x3), self.batch1d(x3), self.batch2d(x4),
+                self.instance(x4))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_normalisation_layers(dtype):
+    model = Norms().to(dtype)
+    check(model, _input(3, 4, 5, dtype=dtype), _input(2, 4, 3, 5, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_group_norm(dtype):
+    torch.manual_seed(0)
+    model = nn.GroupNorm(2, 4).to(dtype)
+    check(model, _input(2, 4, 3, 5, dtype=dtype))
+
+
+def test_replicas_keep_leading_axes():
+    opts = poptorch.Options().replicationFactor(2).deviceIterations(2)
+    x = _input(8, 3, 5)
+    check(lambda t: (t.sum(2), t.amax(1, keepdim=True), t.argmax(2), t.cumsum(1),
+                     t.softmax(-1), torch.linalg.vector_norm(t, dim=1)), x, options=opts)
