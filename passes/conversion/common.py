@@ -10,8 +10,9 @@ A lowering is `fn(op, b) -> value(s)`: it reads the torch op, builds ipu ops on 
 tensors through the `Builder` `b` (inserted before `op`, at `op`'s location) and returns
 the builtin values that replace the op's results. A lowering makes every check before
 it builds anything: ops built before it declines would stay behind. Casts between
-`!torch.vtensor` and builtin tensors (`torch_c.to_builtin_tensor` / `from_builtin_tensor`) are inserted
-around it and fold away when producer and consumer are both converted.
+`!torch.vtensor` and builtin tensors (`torch_c.to_builtin_tensor` /
+`from_builtin_tensor`) are inserted around it and fold away when producer and
+consumer are both converted.
 """
 
 from __future__ import annotations
