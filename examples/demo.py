@@ -35,7 +35,8 @@ def main() -> None:
     model = Classifier().eval()
     opts = poptorch.Options().deviceIterations(4).replicationFactor(2)
     ipu_model = poptorch.inferenceModel(model, opts)
-    images = torch.randn(4 * 2 * 8, 3, 16, 16)  # 4 iterations x 2 replicas x micro-batch 8
+    # 4 iterations x 2 replicas x micro-batch 8, brightness varying across the batch
+    images = torch.randn(4 * 2 * 8, 3, 16, 16) + torch.linspace(-2, 2, 64).view(-1, 1, 1, 1)
 
     start = time.perf_counter()
     classes, logits = ipu_model(images)
@@ -57,8 +58,10 @@ def main() -> None:
     print("compile phases (ms):", {k: round(v * 1000, 1) for k, v in compiled.timings.items()})
     ops = collections.Counter(re.findall(r'"(ipu\.\w+)"', compiled.module_text))
     print(f"ipu ops in the compiled program ({sum(ops.values())}):", dict(ops.most_common()))
-    print("\nthe generated program (first 12 lines):")
-    print("\n".join(compiled.program.source.splitlines()[:12]))
+    source = compiled.program.source.splitlines()
+    start = next(i for i, line in enumerate(source) if line.startswith("def main"))
+    print("\nthe program the JIT generated (first lines of main):")
+    print("\n".join(source[start:start + 10]))
 
 
 if __name__ == "__main__":

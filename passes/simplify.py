@@ -1,8 +1,9 @@
 """ipu-simplify: algebraic clean-ups on ipu ops that decompositions leave behind.
 
 torch's decompositions write `linear` as `mm(x, w.T) * 1 + b * 1`; this pass removes
-multiplications by a splat 1, additions of a splat 0 and reshapes, permutes and
-broadcasts that do not change anything, when the result has the operand's type.
+multiplications by a splat 1, additions of a splat 0, reshapes, permutes and
+broadcasts that do not change anything (when the result has the operand's type), and
+merges chains of reshapes (batch norm's decomposition unsqueezes one dim at a time).
 """
 
 from __future__ import annotations
@@ -64,10 +65,27 @@ def same_type(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     return _forward(op, rewriter, op.operands[0])
 
 
+def reshape_chain(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Pattern: reshape(reshape(x)) is one reshape of x (or x itself)."""
+    from poptorch.dialects.data_movement import ReshapeOp
+
+    inner = op.operands[0].owner
+    if not (isinstance(inner, ir.OpView) and inner.operation.name == "ipu.reshape"):
+        return _forward(op, rewriter, op.operands[0])
+    source = inner.operands[0]
+    if source.type == op.results[0].type:
+        rewriter.replace_op(op, [source])
+        return False
+    with rewriter.ip, op.location:
+        merged = ReshapeOp(source, op.results[0].type).result
+    rewriter.replace_op(op, [merged])
+    return False
+
+
 @register
 class Simplify(Pass):
     argument = "ipu-simplify"
-    description = "Remove multiplications by 1, additions of 0 and no-op layout ops"
+    description = "Remove multiplications by 1, additions of 0, no-op layout ops and reshape chains"
 
     def run(self, module: ir.Operation) -> None:
         patterns = rewrite.RewritePatternSet()
@@ -75,6 +93,7 @@ class Simplify(Pass):
         patterns.add("ipu.add", identity_operand(0.0))
         patterns.add("ipu.sub", right_identity(0.0))
         patterns.add("ipu.div", right_identity(1.0))
-        for name in ("ipu.reshape", "ipu.permute", "ipu.broadcast", "ipu.cast"):
+        patterns.add("ipu.reshape", reshape_chain)
+        for name in ("ipu.permute", "ipu.broadcast", "ipu.cast"):
             patterns.add(name, same_type)
         rewrite.apply_patterns_and_fold_greedily(module, patterns.freeze())

@@ -104,7 +104,7 @@ def lower(module: ir.Module, context: ir.Context, dump_dir: str | None,
             build_pass_manager(parse_pipeline(step), context).run(module.operation)
         except ir.MLIRError as err:
             raise _pipeline_error(err, before, step) from None
-        timings[step] = time.perf_counter() - start
+        timings[_step_name(step)] = time.perf_counter() - start
         if dump_dir:
             _dump(module, dump_dir, index, step)
 

@@ -111,7 +111,8 @@ def flatten_inputs(args: tuple, kwargs: dict) -> tuple[list[Any], pytree.TreeSpe
 
 
 # Noise torch 2.13 emits from inside export itself, about its own internals.
-_TORCH_NOISE = ("TF32 acceleration on top of oneDNN", r"`isinstance\(treespec, LeafSpec\)`")
+_TORCH_NOISE = ("TF32 acceleration on top of oneDNN", r"`isinstance\(treespec, LeafSpec\)`",
+                r"The tensor attributes .*_flat_weights.* were assigned during export")
 
 
 def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:

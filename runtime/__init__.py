@@ -1,5 +1,6 @@
-"""The NumPy model of a multi-IPU machine: JIT codegen, kernels, cost model, host runtime.
+"""The NumPy model of a multi-IPU machine (installed as `poptorch.runtime`).
 
-Empty until the inference issue lands; the package exists so that the layout and the
-`poptorch.runtime` import path are fixed from the start.
+`jit` turns a final ipu-dialect module into readable Python source that calls one
+NumPy kernel per op (`kernels`, one registry filled per op family); replicas run as a
+leading array axis. The cost and memory model join here with the machine-model issue.
 """

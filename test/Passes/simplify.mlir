@@ -40,3 +40,15 @@ func.func @layout_no_ops(%x: tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<3x3xf3
   %3 = "ipu.permute"(%x) {dims = array<i64: 1, 0>} : (tensor<3x3xf32>) -> tensor<3x3xf32>
   return %2, %3 : tensor<3x3xf32>, tensor<3x3xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @reshape_chains
+// CHECK-NEXT:    %[[R:.*]] = "ipu.reshape"(%arg0) : (tensor<16xf32>) -> tensor<16x1x1xf32>
+// CHECK-NEXT:    return %[[R]], %arg0
+func.func @reshape_chains(%x: tensor<16xf32>) -> (tensor<16x1x1xf32>, tensor<16xf32>) {
+  %0 = "ipu.reshape"(%x) : (tensor<16xf32>) -> tensor<16x1xf32>
+  %1 = "ipu.reshape"(%0) : (tensor<16x1xf32>) -> tensor<16x1x1xf32>
+  %2 = "ipu.reshape"(%1) : (tensor<16x1x1xf32>) -> tensor<16xf32>
+  return %1, %2 : tensor<16x1x1xf32>, tensor<16xf32>
+}
