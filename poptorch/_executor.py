@@ -10,7 +10,6 @@ axis, and returns outputs as `Options.outputMode` asks.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,7 @@ from .options import Options
 
 def _shallow_copy(module: torch.nn.Module) -> torch.nn.Module:
     """A copy of the module tree sharing every parameter and buffer tensor."""
-    clone = copy.copy(module)
+    clone = object.__new__(type(module))  # not copy.copy: parametrized modules refuse it
     clone.__dict__ = dict(module.__dict__)
     clone._parameters = dict(module._parameters)
     clone._buffers = dict(module._buffers)

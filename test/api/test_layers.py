@@ -1,0 +1,75 @@
+"""The torch.nn layers of spec/supported-ops.md (activations, normalisation, linear,
+losses, upsampling) against PyTorch on CPU, several per compiled model."""
+
+import torch
+import torch.nn.functional as F  # noqa: N812 - the usual spelling
+from numerics import check
+from torch import nn
+
+
+class Layers(torch.nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(layers)
+
+    def forward(self, x):
+        return tuple(layer(x) for layer in self.layers)
+
+
+def test_activations_of_the_spec():
+    torch.manual_seed(0)
+    layers = [nn.ELU(), nn.CELU(0.5), nn.GELU(), nn.Hardshrink(), nn.LeakyReLU(0.2),
+              nn.LogSoftmax(1), nn.Mish(), nn.ReLU(), nn.SELU(), nn.SiLU(), nn.Sigmoid(),
+              nn.Softmax(0), nn.Softplus(2.0, 5.0), nn.Softsign(), nn.Softshrink(0.3),
+              nn.Tanh(), nn.PReLU(6), nn.RReLU(), nn.Hardtanh(-0.5, 0.5),
+              nn.Threshold(0.1, 20.0), nn.GLU(1), nn.Identity()]
+    check(Layers(layers), torch.randn(4, 6) * 2)
+
+
+def test_normalisation_layers_of_the_spec():
+    torch.manual_seed(0)
+    model = Layers([nn.BatchNorm3d(3), nn.InstanceNorm3d(3, affine=True), nn.GroupNorm(3, 3)])
+    for layer in model.layers[:1]:
+        layer.running_mean.uniform_(-1, 1)
+        layer.running_var.uniform_(0.5, 2)
+    check(model, torch.randn(2, 3, 2, 3, 4), rtol=1e-4, atol=1e-5)
+    check(Layers([nn.BatchNorm1d(4), nn.InstanceNorm1d(4)]), torch.randn(3, 4, 5),
+          rtol=1e-4, atol=1e-5)
+    norm = nn.utils.parametrizations.weight_norm(nn.Linear(4, 3))
+    check(norm, torch.randn(2, 4))
+
+
+def test_linear_layers_of_the_spec():
+    torch.manual_seed(0)
+    bilinear = nn.Bilinear(3, 4, 5)
+    check(lambda a, b: bilinear(a, b), torch.randn(2, 3), torch.randn(2, 4), rtol=1e-4,
+          atol=1e-5)
+
+
+def test_losses_of_the_spec():
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    p = torch.rand(4, 5) * 0.8 + 0.1
+    labels = torch.tensor([1, 0, 4, 2])
+    signs = torch.tensor([1.0, -1.0, 1.0, -1.0])
+
+    def losses(x, y, p, labels, signs):
+        return (F.l1_loss(x, y), F.mse_loss(x, y, reduction="sum"), F.cross_entropy(x, labels),
+                F.nll_loss(F.log_softmax(x, 1), labels, reduction="none"),
+                F.binary_cross_entropy(p, (y > 0).float()),
+                F.kl_div(F.log_softmax(x, 1), F.softmax(y, 1), reduction="batchmean"),
+                F.poisson_nll_loss(x, p), F.hinge_embedding_loss(x, (y > 0).float() * 2 - 1),
+                F.binary_cross_entropy_with_logits(x, p), F.smooth_l1_loss(x, y, beta=0.5),
+                F.soft_margin_loss(x, (y > 0).float() * 2 - 1),
+                F.cosine_embedding_loss(x, y, signs),
+                F.margin_ranking_loss(x[:, 0], y[:, 0], signs),
+                F.triplet_margin_loss(x, y, p), F.cross_entropy(x, labels, label_smoothing=0.1))
+
+    check(losses, x, y, p, labels, signs, rtol=1e-4, atol=1e-5)
+
+
+def test_upsample_layers():
+    torch.manual_seed(0)
+    check(Layers([nn.Upsample(scale_factor=2), nn.Upsample(size=(5, 7)),
+                  nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)]),
+          torch.randn(1, 2, 3, 4), rtol=1e-4, atol=1e-5)
