@@ -3,6 +3,8 @@ select, cat, stack-as-cat)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from torch_mlir import ir
 
 from poptorch.dialects.data_movement import BroadcastOp, ConcatOp, PermuteOp, ReshapeOp, SliceOp
@@ -10,13 +12,14 @@ from poptorch.dialects.data_movement import BroadcastOp, ConcatOp, PermuteOp, Re
 from .common import Builder, Patterns, Unsupported
 
 
-def reshape(op: ir.OpView, b: Builder) -> ir.Value:
-    """view, reshape, squeeze, unsqueeze, flatten...: the result type says it all."""
+def to_result_type(op_class: type, op: ir.OpView, b: Builder) -> ir.Value:
+    """Ops whose result type says it all: reshape (view, squeeze, unsqueeze, flatten...)
+    and broadcast (expand, broadcast_to, expand_as). Nothing when the type is unchanged."""
     out = b.result_type()
     x = b.tensor(op.operands[0])
     if x.type == out:
         return x
-    return ReshapeOp(x, out).result
+    return op_class(x, out).result
 
 
 def permute(op: ir.OpView, b: Builder) -> ir.Value:
@@ -39,15 +42,6 @@ def transpose(op: ir.OpView, b: Builder) -> ir.Value:
         return x
     dims[first], dims[second] = dims[second], dims[first]
     return PermuteOp(x, ir.DenseI64ArrayAttr.get(dims), b.result_type()).result
-
-
-def broadcast(op: ir.OpView, b: Builder) -> ir.Value:
-    """expand / broadcast_to / expand_as: the result type gives the shape."""
-    out = b.result_type()
-    x = b.tensor(op.operands[0])
-    if x.type == out:
-        return x
-    return BroadcastOp(x, out).result
 
 
 def slice_(op: ir.OpView, b: Builder) -> ir.Value:
@@ -112,12 +106,12 @@ def cat(op: ir.OpView, b: Builder) -> ir.Value:
 def populate_data_movement(patterns: Patterns) -> None:
     for name in ("view", "reshape", "_unsafe_view", "squeeze", "squeeze.dim", "squeeze.dims",
                  "unsqueeze", "flatten.using_ints", "unflatten.int", "_reshape_alias"):
-        patterns.lower(f"torch.aten.{name}", reshape)
+        patterns.lower(f"torch.aten.{name}", partial(to_result_type, ReshapeOp))
     patterns.lower("torch.aten.permute", permute)
     patterns.lower("torch.aten.transpose.int", transpose)
     patterns.lower("torch.aten.t", transpose)
     for name in ("expand", "broadcast_to", "expand_as"):
-        patterns.lower(f"torch.aten.{name}", broadcast)
+        patterns.lower(f"torch.aten.{name}", partial(to_result_type, BroadcastOp))
     patterns.lower("torch.aten.slice.Tensor", slice_)
     patterns.lower("torch.aten.select.int", select)
     patterns.lower("torch.aten.cat", cat)
