@@ -17,6 +17,7 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _LAZY = {
     "inferenceModel": "._api",
+    "trainingModel": "._api",
     "PoplarExecutor": "._executor",
     "isRunningOnIpu": "._frontend",
     "Options": ".options",
@@ -29,6 +30,7 @@ _LAZY = {
         "MatMulSerializationMode", "Liveness", "AutoStage", "MultiConvPlanType")},
     "Block": "._annotations",
     "nop": ".ops",
+    "identity_loss": ".ops",
     "ipu_print_tensor": ".ops",
 }
 

@@ -14,3 +14,13 @@ def inferenceModel(model: torch.nn.Module, options: Options | None = None  # noq
     shared with `model`, primitive attributes such as `training` are not.
     """
     return PoplarExecutor(model, options, training=False)
+
+
+def trainingModel(model: torch.nn.Module, options: Options | None = None,  # noqa: N802
+                  optimizer: torch.optim.Optimizer | None = None):
+    """Wrap `model` for training on the IPU (spec 4.2.1): each call runs forward, loss,
+    backward and the optimizer step. The default optimizer is SGD(lr=0.01); the default
+    output mode returns the final batch's outputs."""
+    from ._training_executor import TrainingExecutor
+
+    return TrainingExecutor(model, options, optimizer)

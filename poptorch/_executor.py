@@ -125,11 +125,19 @@ class PoplarExecutor:
             raise Error("this model was destroyed; wrap the model again to use it",
                         type="executor")
 
+    def _accumulation(self) -> int:
+        """Micro-batches per replica and device iteration (gradient accumulation)."""
+        return 1
+
+    def _steps(self) -> int:
+        """Program runs per call: device iterations x accumulated micro-batches."""
+        return self._options.device_iterations * self._accumulation()
+
     def _split(self, flat: list[Any]) -> tuple[list[Any], int]:
         """Micro-batch examples of the flat inputs and the number of slices per call."""
         opts = self._options
         groups = opts.replication_factor // opts.input_group_size
-        slices = opts.device_iterations * groups
+        slices = self._steps() * groups
         micro = []
         for index, value in enumerate(flat):
             if not isinstance(value, torch.Tensor) or slices == 1:
@@ -137,11 +145,14 @@ class PoplarExecutor:
                 continue
             if value.dim() == 0 or value.shape[0] % slices:
                 size = "a scalar" if value.dim() == 0 else f"a batch of {value.shape[0]}"
+                accumulation = (f" x gradientAccumulation({self._accumulation()})"
+                                if self._training else "")
                 raise Error(
                     f"input {index} has {size}, which is not a multiple of "
                     f"deviceIterations({opts.device_iterations}) x replicationFactor"
                     f"({opts.replication_factor}) / input group size ({opts.input_group_size})"
-                    f" = {slices}; give a batch of a multiple of {slices}", type="executor")
+                    f"{accumulation} = {slices}; give a batch of a multiple of {slices}",
+                    type="executor")
             micro.append(value[: value.shape[0] // slices])
         return micro, slices
 
@@ -155,20 +166,15 @@ class PoplarExecutor:
         if opts.replication_factor % opts.input_group_size:
             raise Error(f"inputReplicaGrouping size {opts.input_group_size} is not a factor of "
                         f"replicationFactor({opts.replication_factor})", type="options")
-        if opts.output_mode == OutputMode.EveryN and \
-                opts.device_iterations % opts.output_return_period:
+        if opts.output_mode == OutputMode.EveryN and self._steps() % opts.output_return_period:
             raise Error(f"OutputMode.EveryN with a period of {opts.output_return_period} needs "
-                        f"deviceIterations ({opts.device_iterations}) to be a multiple of it",
+                        f"the {self._steps()} batches of a call to be a multiple of it",
                         type="options")
         flat, spec = flat_and_spec
         flat = [_frontend.narrow(v) for v in flat]
         micro, _ = self._split(flat)
         m_args, m_kwargs = pytree.tree_unflatten(micro, spec)
-        captured = _frontend.capture(_narrowed(self._model), m_args, m_kwargs)
-        if captured.mutated_buffers and opts.replication_factor > 1 and opts.broadcast_buffers:
-            raise Error("the model updates buffers, which cannot be broadcast between "
-                        "replicas; if each replica may keep its own buffers, set "
-                        "options.broadcastBuffers(False)", type="options")
+        captured = self._capture(_narrowed(self._model), m_args, m_kwargs)
         self._compiled = _compiler.compile_captured(captured, opts.ir_dump_dir)
         opts._freeze()  # compile-time options may not change under a compiled model
         self._in_spec = spec
@@ -178,6 +184,13 @@ class PoplarExecutor:
         self._device.clear()
         self._uploaded.clear()
         self.copyWeightsToDevice()
+        self._compile_extra()
+
+    def _capture(self, model: torch.nn.Module, args: tuple, kwargs: dict):
+        return _frontend.capture(model, args, kwargs)
+
+    def _compile_extra(self) -> None:
+        """Programs beyond the model's own (the optimizer's, in training)."""
 
     # ---- weights ------------------------------------------------------------------------
     def _host_tensor(self, arg: _frontend.Argument) -> torch.Tensor:
@@ -188,7 +201,8 @@ class PoplarExecutor:
         return self._compiled.captured.constants[arg.name]
 
     def _weights(self) -> list[_frontend.Argument]:
-        return [a for a in self._compiled.captured.arguments if a.kind != "input"]
+        return [a for a in self._compiled.captured.arguments
+                if a.kind in ("parameter", "buffer", "constant")]
 
     @staticmethod
     def _device_array(tensor: torch.Tensor) -> np.ndarray:
@@ -285,8 +299,15 @@ class PoplarExecutor:
         elif not self._attached:
             self.attachToDevice()
         self._check_inputs(flat, spec)
-        self._sync_host_changes()
+        self._before_run()
         return self._run(flat)
+
+    def _before_run(self) -> None:
+        """Inference: pick up host-side weight changes (and a trainer's new weights)."""
+        from ._training_executor import sync_trainers_to_host
+
+        sync_trainers_to_host(self._user_model)
+        self._sync_host_changes()
 
     def _check_inputs(self, flat: list[Any], spec) -> None:
         if spec != self._in_spec:
@@ -313,36 +334,52 @@ class PoplarExecutor:
             return r % groups
         return r // size
 
-    def _run(self, flat: list[Any]):
-        opts = self._options
-        compiled = self._compiled
-        captured = compiled.captured
-        iterations, replicas = opts.device_iterations, opts.replication_factor
-        groups = replicas // opts.input_group_size
+    def _inputs(self, flat: list[Any]) -> list[Any]:
+        """Inputs as (steps, replicas, micro-batch, ...) arrays, replicas that share an
+        input group reading the same slice."""
+        steps = self._steps()
+        groups = self._options.replication_factor // self._options.input_group_size
         inputs = []
         for value in flat:
             array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
             if isinstance(array, np.ndarray):
-                array = array.reshape((iterations, groups, -1) + array.shape[1:]) \
+                array = array.reshape((steps, groups, -1) + array.shape[1:]) \
                     if array.ndim else array.reshape(1, 1)
                 array = array[:, self._replica_slices()]
             inputs.append(array)
+        return inputs
+
+    def _step(self, inputs: list[Any], step: int, extra: dict[str, Any] | None = None
+              ) -> list[np.ndarray]:
+        """Run the program on micro-batch `step`; store buffer updates; return the other
+        results, each with its replica axis."""
+        compiled = self._compiled
+        captured = compiled.captured
+        extra = extra or {}
+        args = [inputs[int(a.name)][step] if a.kind == "input"
+                else extra[a.kind] if a.kind in extra else self._device[a.name]
+                for a in captured.arguments]
+        results = compiled.program.run(*args)
+        replicas = self._options.replication_factor
         n_mut = len(captured.mutated_buffers)
-        per_iteration = []
-        for d in range(iterations):
-            args = [self._device[a.name] if a.kind != "input" else inputs[int(a.name)][d]
-                    for a in captured.arguments]
-            results = compiled.program.run(*args)
-            for name, value in zip(captured.mutated_buffers, results[:n_mut], strict=True):
-                if name not in self._frozen:
-                    self._device[name] = np.asarray(value)
-                    self._buffers_dirty = True
-            ranks = compiled.program.result_ranks[n_mut:]
-            per_iteration.append([self._per_replica(np.asarray(r), rank, replicas)
-                                  for r, rank in zip(results[n_mut:], ranks, strict=True)])
-        outputs = [self._combine([it[i] for it in per_iteration])
-                   for i in range(len(per_iteration[0]))] if per_iteration else []
-        return pytree.tree_unflatten(outputs, captured.out_spec)
+        for name, value in zip(captured.mutated_buffers, results[:n_mut], strict=True):
+            if name in self._frozen:
+                continue
+            value = np.asarray(value)
+            if self._options.broadcast_buffers and value.ndim > self._device[name].ndim:
+                value = value[0]  # broadcast replica 0's buffers to every replica
+            self._device[name] = value
+            self._buffers_dirty = True
+        ranks = compiled.program.result_ranks[n_mut:]
+        return [self._per_replica(np.asarray(r), rank, replicas)
+                for r, rank in zip(results[n_mut:], ranks, strict=True)]
+
+    def _run(self, flat: list[Any]):
+        inputs = self._inputs(flat)
+        per_step = [self._step(inputs, d) for d in range(self._steps())]
+        outputs = [self._combine([it[i] for it in per_step])
+                   for i in range(len(per_step[0]))] if per_step else []
+        return pytree.tree_unflatten(outputs, self._compiled.captured.out_spec)
 
     @staticmethod
     def _per_replica(value: np.ndarray, rank: int, replicas: int) -> np.ndarray:
@@ -354,7 +391,8 @@ class PoplarExecutor:
     def _combine(self, iterations: list[np.ndarray]) -> torch.Tensor:
         """Apply the output mode to one output's per-iteration (replicas, ...) arrays."""
         opts = self._options
-        mode = OutputMode.All if opts.output_mode == OutputMode.Default else opts.output_mode
+        default = OutputMode.Final if self._training else OutputMode.All
+        mode = default if opts.output_mode == OutputMode.Default else opts.output_mode
         if mode == OutputMode.Final:
             chosen = iterations[-1:]
         elif mode == OutputMode.EveryN:

@@ -86,6 +86,10 @@ class Captured:
     out_spec: pytree.TreeSpec
     input_meta: list[tuple[tuple[int, ...], torch.dtype]] = field(default_factory=list)
 
+    @property
+    def graph_module(self) -> torch.fx.GraphModule:
+        return self.program.graph_module
+
 
 def _scalar_to_tensor(op):
     return lambda x, other: op(x, torch.scalar_tensor(other, dtype=x.dtype))
@@ -115,12 +119,19 @@ _TORCH_NOISE = ("TF32 acceleration on top of oneDNN", r"`isinstance\(treespec, L
                 r"The tensor attributes .*_flat_weights.* were assigned during export")
 
 
+@contextlib.contextmanager
+def quiet_torch():
+    """Silence the warnings torch emits about its own internals while exporting."""
+    with warnings.catch_warnings():
+        for message in _TORCH_NOISE:
+            warnings.filterwarnings("ignore", message=message)
+        yield
+
+
 def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
     """Export `model` called with (already narrowed) example `args` / `kwargs`."""
     with contextlib.ExitStack() as stack:
-        stack.enter_context(warnings.catch_warnings())
-        for message in _TORCH_NOISE:
-            warnings.filterwarnings("ignore", message=message)
+        stack.enter_context(quiet_torch())
         for context in (_capturing(), fxtb.preserve_node_meta(),
                         torch.backends.mkldnn.flags(enabled=False), torch.no_grad()):
             stack.enter_context(context)
@@ -203,9 +214,10 @@ class DenseLiterals(FxImporterHooks):
                 attributes={"value": attr}).result
 
 
-def import_to_mlir(captured: Captured, context: ir.Context) -> ir.Module:
-    """The captured graph as a torch-dialect module with one function, `@main`."""
+def import_to_mlir(graph_module: torch.fx.GraphModule, context: ir.Context) -> ir.Module:
+    """A captured (functionalised) graph as a torch-dialect module with one function,
+    `@main`, whose arguments are the graph's placeholders in order."""
     importer = FxImporter(context=context, graph_node_importer_cls=AnnotatingNodeImporter,
                           hooks=DenseLiterals())
-    importer.import_graph_module(captured.program.graph_module, func_name="main")
+    importer.import_graph_module(graph_module, func_name="main")
     return importer.module

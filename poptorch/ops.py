@@ -39,3 +39,50 @@ def ipu_print_tensor(tensor: torch.Tensor, title: str = "") -> torch.Tensor:
     Use the returned tensor in the rest of the model (spec 4.6.2).
     """
     return _ipu_print_tensor(tensor, title)
+
+
+_REDUCTIONS = ("sum", "mean", "none")
+# tensors returned by identity_loss during one capture (see _training.capture_training)
+_loss_marks: list[torch.Tensor] = []
+
+
+@torch.library.custom_op("poptorch::identity_loss", mutates_args=())
+def _identity_loss(tensor: torch.Tensor, reduction: str) -> torch.Tensor:
+    if reduction == "sum":
+        return tensor.sum()
+    if reduction == "mean":
+        return tensor.mean()
+    return tensor.clone()
+
+
+@_identity_loss.register_fake
+def _(tensor, reduction):
+    return tensor.new_empty(()) if reduction != "none" else torch.empty_like(tensor)
+
+
+def _identity_loss_backward(ctx, grad):
+    if ctx.reduction == "none":
+        return grad, None
+    scale = 1.0 / ctx.numel if ctx.reduction == "mean" else 1.0
+    return (grad * scale).expand(ctx.shape), None
+
+
+def _identity_loss_context(ctx, inputs, output):
+    tensor, reduction = inputs
+    ctx.reduction, ctx.shape, ctx.numel = reduction, tensor.shape, tensor.numel()
+
+
+_identity_loss.register_autograd(_identity_loss_backward, setup_context=_identity_loss_context)
+
+
+def identity_loss(x: torch.Tensor, reduction: str) -> torch.Tensor:
+    """Mark `x` as the loss (spec 4.6.3): backpropagate a gradient of ones through it,
+    after reducing it with `reduction` ("sum", "mean" or "none")."""
+    from .errors import Error
+
+    if reduction not in _REDUCTIONS:
+        raise Error(f"identity_loss reduction must be one of {', '.join(_REDUCTIONS)}, "
+                    f"got {reduction!r}", type="api")
+    loss = _identity_loss(x, reduction)
+    _loss_marks.append(loss)
+    return loss

@@ -21,3 +21,35 @@ def print_tensor(x, title, rank):
         text = np.array2string(copy)
         print(f"{label}: {text}" if label else text)
     return x
+
+
+def _all_reduce_static(op):
+    group = op.attributes["group"]
+    return {"reduction": op.attributes["reduction"].value,
+            "kind": group.kind.maybe_downcast().value, "size": group.size.maybe_downcast().value,
+            "rank": op.input.type.rank}
+
+
+_REDUCE = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
+
+
+@kernel("ipu.all_reduce", static=_all_reduce_static)
+def all_reduce(x, reduction, kind, size, rank):
+    """Reduce over the leading replica axis within each replica group; every replica of a
+    group gets the result. A value without a replica axis is the same on every replica,
+    so only sum changes it, and that needs the replica count: such values are given
+    their replica axis by the caller."""
+    if x.ndim == rank or kind == "no_grouping":
+        return x
+    replicas = x.shape[0]
+    if kind == "all":
+        grouped = x.reshape((1, replicas) + x.shape[1:])
+    elif kind == "consecutive":
+        grouped = x.reshape((replicas // size, size) + x.shape[1:])
+    else:  # orthogonal: replica r is in group r % (replicas // size)
+        grouped = x.reshape((size, replicas // size) + x.shape[1:]).swapaxes(0, 1)
+    reduced = _REDUCE[reduction](grouped, axis=1, keepdims=True).astype(x.dtype, copy=False)
+    out = np.broadcast_to(reduced, grouped.shape)
+    if kind == "orthogonal":
+        out = out.swapaxes(0, 1)
+    return np.ascontiguousarray(out).reshape(x.shape)

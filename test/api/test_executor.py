@@ -226,9 +226,27 @@ def test_executor_lifecycle():
         ipu(torch.randn(2, 4))
 
 
-def test_buffer_updates_with_replicas_need_non_broadcast_buffers():
-    with pytest.raises(poptorch.Error, match="set options.broadcastBuffers\\(False\\)"):
-        poptorch.inferenceModel(Counter(), poptorch.Options().replicationFactor(2))()
+def test_buffers_with_replicas():
+    """broadcastBuffers(True): replica 0's buffers reach every replica after each run;
+    broadcastBuffers(False): each replica keeps its own (spec 4.8)."""
+    class Sum(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("total", torch.zeros(1))
+
+        def forward(self, x):
+            self.total += x.sum()
+            return self.total
+
+    x = torch.tensor([[1.0], [2.0]])  # replica 0 gets 1, replica 1 gets 2
+    opts = poptorch.Options().replicationFactor(2)
+    shared = poptorch.inferenceModel(Sum(), opts)
+    assert shared(x).tolist() == [1.0, 2.0]
+    assert shared(x).tolist() == [2.0, 3.0]  # both started again from replica 0's 1
+    own = poptorch.inferenceModel(Sum(), poptorch.Options().replicationFactor(2)
+                                  .broadcastBuffers(False))
+    own(x)
+    assert own(x).tolist() == [2.0, 4.0]
 
 
 def test_ir_dumps_run_through_ipu_opt(tmp_path):

@@ -1,0 +1,169 @@
+"""Training capture: one joint forward + backward graph with the loss found.
+
+`aot_export_joint_with_descriptors` is the joint route that keeps annotations on
+backward ops (notes/FRONTEND.md). The model is wrapped so that the graph's first output
+is the loss (the rest are detached, so only the loss gets a tangent); the tangent input
+is the loss seed, which the executor sets to the loss scaling factor. Descriptors on the
+graph's placeholders and outputs say which are parameters, buffers, user inputs,
+gradients and buffer updates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx.traceback as fxtb
+from torch._functorch.aot_autograd import aot_export_joint_with_descriptors
+from torch.utils import _pytree as pytree
+
+from . import _frontend, ops
+from .errors import Error
+
+NO_LOSS = ("Couldn't find a loss in graph: the model must return its loss, a scalar "
+           "computed from its outputs (by a torch.nn loss or poptorch.identity_loss)")
+
+
+@dataclass
+class TrainingCaptured:
+    """A joint graph and how host values map onto its arguments and results."""
+
+    graph_module: torch.fx.GraphModule
+    arguments: list[_frontend.Argument]  # kinds: parameter, buffer, constant, input, tangent
+    results: list[tuple[str, Any]]  # ("buffer", name) | ("output", leaf) | ("grad", param)
+    loss_shape: tuple[int, ...]
+    out_spec: pytree.TreeSpec  # the user's output structure
+    loss_leaf: int  # which leaf of the user's outputs is the loss
+    constants: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    @property
+    def trainable(self) -> list[str]:
+        return [name for kind, name in self.results if kind == "grad"]
+
+    @property
+    def mutated_buffers(self) -> list[str]:
+        return [name for kind, name in self.results if kind == "buffer"]
+
+
+class _LossFirst(torch.nn.Module):
+    """Runs the user's model and returns (loss, the other outputs detached)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.out_spec: pytree.TreeSpec | None = None
+        self.loss_leaf = -1
+
+    def forward(self, *args, **kwargs):
+        ops._loss_marks.clear()
+        leaves, self.out_spec = pytree.tree_flatten(self.model(*args, **kwargs))
+        self.loss_leaf = _find_loss(leaves, list(ops._loss_marks))
+        others = [leaf.detach() for i, leaf in enumerate(leaves) if i != self.loss_leaf]
+        return (leaves[self.loss_leaf], *others)
+
+
+def _find_loss(leaves: list[Any], marks: list[torch.Tensor]) -> int:
+    if marks:
+        final = marks[-1]
+        for index, leaf in enumerate(leaves):
+            if leaf is final:
+                return index
+        raise Error("the loss marked with poptorch.identity_loss is not returned by the "
+                    "model; return it (for example `return output, loss`)", type="capture")
+    candidates = [i for i, leaf in enumerate(leaves)
+                  if isinstance(leaf, torch.Tensor) and leaf.dim() == 0
+                  and leaf.dtype.is_floating_point and leaf.requires_grad]
+    if not candidates:
+        raise Error(NO_LOSS, type="capture")
+    if len(candidates) > 1:
+        raise Error(f"the model returns {len(candidates)} scalar outputs that could be its "
+                    "loss; mark the loss with poptorch.identity_loss(loss, reduction)",
+                    type="capture")
+    return candidates[0]
+
+
+def _strip(target: str) -> str:
+    return target.removeprefix("model.")
+
+
+def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> TrainingCaptured:
+    """Export the joint forward + backward graph of `model` (in train mode)."""
+    wrapper = _LossFirst(model)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_frontend.quiet_torch())
+        for context in (_frontend._capturing(), fxtb.preserve_node_meta(),
+                        torch.backends.mkldnn.flags(enabled=False)):
+            stack.enter_context(context)
+        try:
+            joint = aot_export_joint_with_descriptors(
+                stack, wrapper, tuple(args), dict(kwargs),
+                decompositions=_frontend.decompositions())
+        except Error:
+            raise
+        except Exception as err:  # noqa: BLE001 - torch's reason, re-raised for the user
+            raise Error(f"could not capture the training graph: {err}", type="capture") from err
+    gm = joint.graph_module
+    _check_loss_marks(gm)
+    arguments = [_argument(node.meta["desc"]) for node in gm.graph.nodes
+                 if node.op == "placeholder"]
+    output = next(node for node in gm.graph.nodes if node.op == "output")
+    kept = [(value, desc) for value, desc in zip(output.args[0], output.meta["desc"],
+                                                   strict=True) if value is not None]
+    output.args = (tuple(value for value, _ in kept),)
+    gm.recompile()
+    results = [_result(desc) for _, desc in kept]
+    loss_node = kept[[kind for kind, _ in results].index("output")][0]
+    return TrainingCaptured(gm, arguments, results,
+                            tuple(loss_node.meta["val"].shape), wrapper.out_spec,
+                            wrapper.loss_leaf)
+
+
+def _argument(desc) -> _frontend.Argument:
+    kind = type(desc).__name__
+    if kind == "ParamAOTInput":
+        return _frontend.Argument("parameter", _strip(desc.target))
+    if kind == "BufferAOTInput":
+        return _frontend.Argument("buffer", _strip(desc.target))
+    if kind == "PlainAOTInput":
+        return _frontend.Argument("input", str(desc.idx))
+    if kind == "TangentAOTInput":
+        return _frontend.Argument("tangent", "loss")
+    raise Error(f"unsupported input {desc} in the training graph", type="capture")
+
+
+def _result(desc) -> tuple[str, Any]:
+    kind = type(desc).__name__
+    if kind == "InputMutationAOTOutput":
+        return "buffer", _strip(desc.mutated_input.target)
+    if kind == "PlainAOTOutput":
+        return "output", desc.idx
+    if kind == "GradAOTOutput":
+        return "grad", _strip(desc.grad_of.target)
+    raise Error(f"unsupported output {desc} in the training graph", type="capture")
+
+
+def _check_loss_marks(gm: torch.fx.GraphModule) -> None:
+    """Every identity_loss must feed the final loss (the graph's first user output)."""
+    marks = [n for n in gm.graph.nodes
+             if n.op == "call_function" and "poptorch.identity_loss" in str(n.target)]
+    if len(marks) < 2:
+        return
+    final = marks[-1]
+    ancestors, todo = set(), [final]
+    while todo:
+        node = todo.pop()
+        for arg in node.all_input_nodes:
+            if arg not in ancestors:
+                ancestors.add(arg)
+                todo.append(arg)
+    for mark in marks[:-1]:
+        if mark not in ancestors:
+            where = re.findall(r'File "([^"]+)", line (\d+)', mark.meta.get("stack_trace") or "")
+            location = f"{where[-1][0]}:{where[-1][1]}" if where else ""
+            raise Error("this poptorch.identity_loss is not used by the final loss; combine "
+                        "it into the loss the model returns (for example "
+                        "identity_loss(loss_a + loss_b, ...))", type="capture",
+                        location=location)

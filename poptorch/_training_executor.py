@@ -1,0 +1,225 @@
+"""The training executor (spec 4.2.1): forward, loss, backward and weight update per call.
+
+Per device iteration, each replica runs the joint program on `gradientAccumulation`
+micro-batches in turn (buffers such as batch-norm statistics update per micro-batch);
+gradients are accumulated (running or post mean, or sum), reduced over replicas by an
+`ipu.all_reduce` program, and applied by the optimizer's `@optimizer_step` program
+(`_optimizer_program`). Weights stay on the device; the host model is updated lazily:
+on `copyWeightsToHost`, when the host model's parameters or state_dict are read, and
+before an `inferenceModel` of the same module runs.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils import _pytree as pytree
+from torch_mlir import ir
+from torch_mlir.dialects import func
+
+from poptorch.dialects import make_context, replica_group
+from poptorch.dialects.structure import AllReduceOp
+from poptorch.runtime.jit import compile_module
+
+from . import _training
+from ._executor import PoplarExecutor
+from .enums import MeanReductionStrategy, ReductionType
+from .options import Options
+
+# user model -> the training executor that owns its weights (at most one)
+_TRAINERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def sync_trainers_to_host(model: torch.nn.Module) -> None:
+    """Copy a training executor's device weights into `model` if they are newer."""
+    trainer = _TRAINERS.get(model)
+    if trainer is not None and trainer() is not None:
+        trainer().copyWeightsToHostIfNeeded()
+
+
+class _SyncedModule:
+    """Mixed into the wrapped model's class: reading its parameters or state first
+    fetches the device's newer weights (PopTorch does the same)."""
+
+    def named_parameters(self, *args, **kwargs):
+        sync_trainers_to_host(self)
+        return super().named_parameters(*args, **kwargs)
+
+    def state_dict(self, *args, **kwargs):
+        sync_trainers_to_host(self)
+        return super().state_dict(*args, **kwargs)
+
+
+_SYNCED_CLASSES: dict[type, type] = {}
+
+
+def _watch(model: torch.nn.Module, executor: TrainingExecutor) -> None:
+    cls = type(model)
+    if not issubclass(cls, _SyncedModule):
+        synced = _SYNCED_CLASSES.setdefault(cls, type(cls.__name__, (_SyncedModule, cls), {
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__}))
+        model.__class__ = synced
+    _TRAINERS[model] = weakref.ref(executor)
+
+
+class TrainingExecutor(PoplarExecutor):
+    """A model wrapped by `trainingModel`."""
+
+    def __init__(self, model: torch.nn.Module, options: Options | None,
+                 optimizer: torch.optim.Optimizer | None) -> None:
+        super().__init__(model, options, training=True)
+        self._model.train()
+        self._optimizer = optimizer or torch.optim.SGD(model.parameters(), lr=0.01)
+        self._weights_dirty = False
+        _watch(model, self)
+
+    def _accumulation(self) -> int:
+        return self._options.Training.gradient_accumulation
+
+    def _capture(self, model, args, kwargs):
+        return _training.capture_training(model, args, kwargs)
+
+    def _before_run(self) -> None:
+        """Training does not pick up host changes implicitly (copyWeightsToDevice does)."""
+
+    # ---- the optimizer ------------------------------------------------------------------
+    def _compile_extra(self) -> None:
+        from ._optimizer_program import describe
+
+        self._spec = describe(self._optimizer)
+        captured = self._compiled.captured
+        groups = {id(p): index for index, group in enumerate(self._optimizer.param_groups)
+                  for p in group["params"]}
+        with make_context() as context, ir.Location.unknown():
+            params = []
+            for name in captured.trainable:
+                host = self._model.get_parameter(name)
+                array = self._device_array(host)
+                params.append((name, groups.get(id(host), 0), _tensor_type(array)))
+            module = ir.Module.create()
+            self._spec.emit(module, params)
+            self._emit_reduce(module, [t for _, _, t in params])
+            self._optimizer_step = compile_module(module, "optimizer_step")
+            self._reduce = compile_module(module, "reduce_gradients")
+            self._optimizer_text = str(module)
+        del context
+        weights = {name: self._device[name] for name in captured.trainable}
+        self._state = self._spec.initial_state(weights)
+        self._hyper = self._spec.hyper_values(self._optimizer)
+
+    def _emit_reduce(self, module: ir.Module, types: list[ir.RankedTensorType]) -> None:
+        """`@reduce_gradients`: one `ipu.all_reduce` over all replicas per gradient."""
+        reduction = "mean" if self._mean() else "sum"
+        with ir.InsertionPoint(module.body):
+            @func.FuncOp.from_py_func(*types, name="reduce_gradients")
+            def reduce_gradients(*grads):
+                return tuple(AllReduceOp(g, ir.StringAttr.get(reduction), replica_group("all"),
+                                         g.type).result for g in grads)
+
+    def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:  # noqa: N802
+        """Apply the optimizer's new variable hyper-parameters without recompiling."""
+        if self._compiled is not None:
+            self._spec.check_constants(optimizer)
+            self._hyper = self._spec.hyper_values(optimizer)
+        self._optimizer = optimizer
+
+    # ---- running ------------------------------------------------------------------------
+    def _mean(self) -> bool:
+        """Mean (default) or Sum reduction over micro-batches and replicas."""
+        kind = self._options.Training.accumulation_and_replication_reduction_type
+        return kind != ReductionType.Sum
+
+    def _strategy(self) -> MeanReductionStrategy:
+        """The spec's default: Running when the optimizer accumulates in float16, else Post."""
+        chosen = self._options.Training.mean_reduction_strategy
+        if chosen is not None:
+            return chosen
+        half = getattr(self._optimizer, "accum_type", torch.float32) == torch.float16
+        return MeanReductionStrategy.Running if half else MeanReductionStrategy.Post
+
+    def _loss_seed(self) -> np.ndarray:
+        scaling = float(getattr(self._optimizer, "loss_scaling", None) or 1.0)
+        return np.full(self._compiled.captured.loss_shape, scaling, dtype=np.float32)
+
+    def _run(self, flat: list[Any]):
+        captured = self._compiled.captured
+        inputs = self._inputs(flat)
+        accumulation = self._accumulation()
+        n_outputs = sum(kind == "output" for kind, _ in captured.results)
+        post = self._strategy() != MeanReductionStrategy.Running
+        mean = self._mean()
+        seed = self._loss_seed()
+        per_step = []
+        for d in range(self._options.device_iterations):
+            total = None
+            for g in range(accumulation):
+                results = self._step(inputs, d * accumulation + g, {"tangent": seed})
+                per_step.append(results[:n_outputs])
+                grads = results[n_outputs:]
+                if total is None:
+                    total = [np.array(x, dtype=x.dtype) for x in grads]
+                elif mean and not post:  # running mean
+                    total = [t + (x - t) / (g + 1) for t, x in zip(total, grads, strict=True)]
+                else:
+                    total = [t + x for t, x in zip(total, grads, strict=True)]
+            if mean and post:
+                total = [t / accumulation for t in total]
+            self._apply(total)
+        outputs = [self._combine([step[i] for step in per_step]) for i in range(n_outputs)]
+        leaves = outputs[1:]
+        leaves.insert(captured.loss_leaf, outputs[0])
+        return pytree.tree_unflatten(leaves, captured.out_spec)
+
+    def _apply(self, grads: list[np.ndarray]) -> None:
+        """Reduce gradients over replicas and run the optimizer step."""
+        captured = self._compiled.captured
+        reduced = [np.asarray(g)[0] for g in self._reduce.run(*grads)]
+        names = captured.trainable
+        layout = self._spec.state_layout()
+        results = self._optimizer_step.run(
+            *(self._device[n] for n in names), *reduced,
+            *(self._state[key] for key in layout), *self._hyper)
+        for name, value in zip(names, results[:len(names)], strict=True):
+            self._device[name] = np.asarray(value)
+        for key, value in zip(layout, results[len(names):], strict=True):
+            self._state[key] = np.asarray(value)
+        self._weights_dirty = True
+
+    # ---- weights ------------------------------------------------------------------------
+    def copyWeightsToHost(self) -> None:  # noqa: N802
+        """Write the device's weights and buffers into the host model."""
+        self._check_alive()
+        if self._compiled is None:
+            return
+        captured = self._compiled.captured
+        with torch.no_grad():
+            for name in [*captured.trainable, *captured.mutated_buffers]:
+                if name in self._frozen:
+                    continue
+                host = dict(self._user_params_and_buffers())[name]
+                value = self._device[name]
+                if value.ndim > host.dim():
+                    value = value[0]
+                host.copy_(torch.from_numpy(np.ascontiguousarray(value)).to(host.dtype))
+        self._weights_dirty = self._buffers_dirty = False
+
+    def _user_params_and_buffers(self):
+        # super() skips _SyncedModule's hook: no recursion into copyWeightsToHostIfNeeded
+        model = self._model
+        yield from torch.nn.Module.named_parameters(model)
+        yield from torch.nn.Module.named_buffers(model)
+
+    def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802
+        if self._compiled is not None and (self._weights_dirty or self._buffers_dirty):
+            self.copyWeightsToHost()
+            return True
+        return False
+
+
+def _tensor_type(array: np.ndarray) -> ir.RankedTensorType:
+    from poptorch.passes.conversion.common import element_type_of
+
+    return ir.RankedTensorType.get(list(array.shape), element_type_of(array.dtype))
