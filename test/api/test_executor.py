@@ -132,8 +132,8 @@ def test_unsupported_op_names_the_op_and_the_users_line():
 def test_output_modes(iterations, replicas, mode):
     if mode == poptorch.OutputMode.EveryN and iterations == 1:
         opts = poptorch.Options().outputMode(mode, 2)
-        with pytest.raises(poptorch.Error, match="needs deviceIterations \\(1\\) to be a "
-                                                 "multiple of it"):
+        with pytest.raises(poptorch.Error, match="with a period of 2 needs the 1 batches of a "
+                                                 "call to be a multiple of it"):
             poptorch.inferenceModel(Linear(), opts)(torch.randn(2, 4))
         return
     torch.manual_seed(0)
