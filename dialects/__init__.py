@@ -19,6 +19,7 @@ from . import (
     elementwise,
     indexing,
     linear,
+    optimizer,
     reduction,
     structure,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "indexing",
     "linear",
     "make_context",
+    "optimizer",
     "reduction",
     "replica_group",
     "stage_attr",

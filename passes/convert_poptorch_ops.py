@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from torch_mlir import ir, rewrite
 
+from poptorch.dialects.reduction import ReduceOp, make_bool
 from poptorch.dialects.structure import NopOp, PrintOp
 
 from .conversion.common import Builder, Patterns, Unsupported
@@ -25,7 +26,21 @@ def ipu_print_tensor(op: ir.OpView, b: Builder) -> ir.Value:
     return PrintOp(b.tensor(op.operands[0]), title, b.result_type()).result
 
 
-LOWERINGS = {"torch.poptorch.nop": nop, "torch.poptorch.ipu_print_tensor": ipu_print_tensor}
+def identity_loss(op: ir.OpView, b: Builder) -> ir.Value:
+    """The loss marker: reduce with its reduction ("none" keeps the tensor as it is)."""
+    reduction = b.scalar(op.operands[1])
+    x = b.tensor(op.operands[0])
+    if reduction == "none" or x.type.rank == 0:
+        return x
+    if reduction not in ("sum", "mean"):
+        raise Unsupported(f"identity_loss reduction '{reduction}'")
+    dims = ir.DenseI64ArrayAttr.get(list(range(x.type.rank)))
+    return ReduceOp(x, ir.StringAttr.get(reduction), dims, make_bool(False),
+                    b.result_type()).result
+
+
+LOWERINGS = {"torch.poptorch.nop": nop, "torch.poptorch.ipu_print_tensor": ipu_print_tensor,
+             "torch.poptorch.identity_loss": identity_loss}
 
 
 def lower_operator(op: ir.OpView, b: Builder) -> ir.Value:

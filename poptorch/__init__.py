@@ -36,7 +36,7 @@ _LAZY = {
 
 
 # submodules the spec names directly (poptorch.enums.CommGroupType, ...)
-_SUBMODULES = ("enums", "options", "ops", "data")
+_SUBMODULES = ("enums", "options", "ops", "data", "optim")
 
 
 def __getattr__(name: str):

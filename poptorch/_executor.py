@@ -238,7 +238,7 @@ class PoplarExecutor:
                 host = self._model.get_buffer(name)
                 if value.ndim > host.dim():  # per-replica buffers: replica 0's
                     value = value[0]
-                host.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+                host.copy_(torch.from_numpy(np.array(value)))
                 self._uploaded[name] = (id(host), host._version)
         self._buffers_dirty = False
 

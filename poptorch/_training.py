@@ -11,7 +11,6 @@ gradients and buffer updates.
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,9 +64,10 @@ class _LossFirst(torch.nn.Module):
         return (leaves[self.loss_leaf], *others)
 
 
-def _find_loss(leaves: list[Any], marks: list[torch.Tensor]) -> int:
+def _find_loss(leaves: list[Any], marks: list[tuple[torch.Tensor, str]]) -> int:
     if marks:
-        final = marks[-1]
+        final = marks[-1][0]
+        _check_marks_reach(final, marks[:-1])
         for index, leaf in enumerate(leaves):
             if leaf is final:
                 return index
@@ -106,7 +106,6 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
         except Exception as err:  # noqa: BLE001 - torch's reason, re-raised for the user
             raise Error(f"could not capture the training graph: {err}", type="capture") from err
     gm = joint.graph_module
-    _check_loss_marks(gm)
     arguments = [_argument(node.meta["desc"]) for node in gm.graph.nodes
                  if node.op == "placeholder"]
     output = next(node for node in gm.graph.nodes if node.op == "output")
@@ -145,24 +144,18 @@ def _result(desc) -> tuple[str, Any]:
     raise Error(f"unsupported output {desc} in the training graph", type="capture")
 
 
-def _check_loss_marks(gm: torch.fx.GraphModule) -> None:
-    """Every identity_loss must feed the final loss (the graph's first user output)."""
-    marks = [n for n in gm.graph.nodes
-             if n.op == "call_function" and "poptorch.identity_loss" in str(n.target)]
-    if len(marks) < 2:
-        return
-    final = marks[-1]
-    ancestors, todo = set(), [final]
+def _check_marks_reach(final: torch.Tensor, marks: list[tuple[torch.Tensor, str]]) -> None:
+    """Every earlier identity_loss must feed the final one (spec 11: "all marked losses must
+    be traceable into a single final tensor"), found through the autograd graph."""
+    seen, todo = set(), [final.grad_fn]
     while todo:
         node = todo.pop()
-        for arg in node.all_input_nodes:
-            if arg not in ancestors:
-                ancestors.add(arg)
-                todo.append(arg)
-    for mark in marks[:-1]:
-        if mark not in ancestors:
-            where = re.findall(r'File "([^"]+)", line (\d+)', mark.meta.get("stack_trace") or "")
-            location = f"{where[-1][0]}:{where[-1][1]}" if where else ""
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        todo.extend(next_fn for next_fn, _ in node.next_functions)
+    for tensor, location in marks:
+        if tensor.grad_fn is not None and tensor.grad_fn not in seen:
             raise Error("this poptorch.identity_loss is not used by the final loss; combine "
                         "it into the loss the model returns (for example "
                         "identity_loss(loss_a + loss_b, ...))", type="capture",

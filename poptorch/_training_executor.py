@@ -107,8 +107,9 @@ class TrainingExecutor(PoplarExecutor):
             self._optimizer_text = str(module)
         del context
         weights = {name: self._device[name] for name in captured.trainable}
-        self._state = self._spec.initial_state(weights)
+        self._state = self._spec.initial_state(weights, self._optimizer, self._parameters())
         self._hyper = self._spec.hyper_values(self._optimizer)
+        self._optimizer._ipu_link = _OptimizerLink(self)
 
     def _emit_reduce(self, module: ir.Module, types: list[ir.RankedTensorType]) -> None:
         """`@reduce_gradients`: one `ipu.all_reduce` over all replicas per gradient."""
@@ -141,8 +142,12 @@ class TrainingExecutor(PoplarExecutor):
         return MeanReductionStrategy.Running if half else MeanReductionStrategy.Post
 
     def _loss_seed(self) -> np.ndarray:
-        scaling = float(getattr(self._optimizer, "loss_scaling", None) or 1.0)
+        scaling = self._spec.loss_scaling(self._optimizer)
         return np.full(self._compiled.captured.loss_shape, scaling, dtype=np.float32)
+
+    def _parameters(self) -> dict[str, torch.Tensor]:
+        """The host parameters by name, as the optimizer's param groups hold them."""
+        return dict(torch.nn.Module.named_parameters(self._model))
 
     def _run(self, flat: list[Any]):
         captured = self._compiled.captured
@@ -203,7 +208,7 @@ class TrainingExecutor(PoplarExecutor):
                 value = self._device[name]
                 if value.ndim > host.dim():
                     value = value[0]
-                host.copy_(torch.from_numpy(np.ascontiguousarray(value)).to(host.dtype))
+                host.copy_(torch.from_numpy(np.array(value)).to(host.dtype))
         self._weights_dirty = self._buffers_dirty = False
 
     def _user_params_and_buffers(self):
@@ -217,6 +222,25 @@ class TrainingExecutor(PoplarExecutor):
             self.copyWeightsToHost()
             return True
         return False
+
+
+class _OptimizerLink:
+    """Makes the optimizer's state_dict() / load_state_dict() read and write the device's
+    optimizer state (spec 4.5.5)."""
+
+    def __init__(self, executor: TrainingExecutor) -> None:
+        self._executor = weakref.ref(executor)
+
+    def state_dict(self) -> dict:
+        ex = self._executor()
+        return ex._spec.state_dict(ex._optimizer, ex._state, ex._parameters())
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        ex = self._executor()
+        weights = {name: ex._device[name] for name in ex._compiled.captured.trainable}
+        ex._state = ex._spec.load_state_dict(ex._optimizer, state_dict, weights,
+                                             ex._parameters())
+        ex._spec.check_constants(ex._optimizer)
 
 
 def _tensor_type(array: np.ndarray) -> ir.RankedTensorType:

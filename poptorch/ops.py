@@ -5,6 +5,8 @@ torch.export keeps a custom op whole, and torch-mlir imports it as
 its ipu op. On the CPU the ops run their Python implementation here.
 """
 
+import traceback
+
 import torch
 
 
@@ -42,8 +44,8 @@ def ipu_print_tensor(tensor: torch.Tensor, title: str = "") -> torch.Tensor:
 
 
 _REDUCTIONS = ("sum", "mean", "none")
-# tensors returned by identity_loss during one capture (see _training.capture_training)
-_loss_marks: list[torch.Tensor] = []
+# (tensor returned by identity_loss, caller's file:line) during one training capture
+_loss_marks: list[tuple[torch.Tensor, str]] = []
 
 
 @torch.library.custom_op("poptorch::identity_loss", mutates_args=())
@@ -84,5 +86,6 @@ def identity_loss(x: torch.Tensor, reduction: str) -> torch.Tensor:
         raise Error(f"identity_loss reduction must be one of {', '.join(_REDUCTIONS)}, "
                     f"got {reduction!r}", type="api")
     loss = _identity_loss(x, reduction)
-    _loss_marks.append(loss)
+    caller = traceback.extract_stack(limit=2)[0]
+    _loss_marks.append((loss, f"{caller.filename}:{caller.lineno}"))
     return loss

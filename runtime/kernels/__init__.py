@@ -126,6 +126,7 @@ def load_all() -> dict[str, Kernel]:
         elementwise,
         indexing,
         linear,
+        optimizer,
         reduction,
         structure,
     )

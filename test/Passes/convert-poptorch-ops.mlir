@@ -20,3 +20,17 @@ func.func @other_operator(%x: !torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32
   %0 = torch.operator "torch.aten.lgamma"(%x) : (!torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>
   return %0 : !torch.vtensor<[2],f32>
 }
+
+// -----
+
+// identity_loss reduces with its reduction; "none" (and a 0-d loss) is the tensor itself.
+// CHECK-LABEL: func.func @identity_loss
+// CHECK:         "ipu.reduce"(%{{.*}}) {dims = array<i64: 0, 1>, keepdim = false, kind = "mean"} : (tensor<2x3xf32>) -> tensor<f32>
+// CHECK-NOT:     "ipu.reduce"
+func.func @identity_loss(%x: !torch.vtensor<[2,3],f32>) -> (!torch.vtensor<[],f32>, !torch.vtensor<[2,3],f32>) {
+  %mean = torch.constant.str "mean"
+  %none = torch.constant.str "none"
+  %0 = torch.operator "torch.poptorch.identity_loss"(%x, %mean) : (!torch.vtensor<[2,3],f32>, !torch.str) -> !torch.vtensor<[],f32>
+  %1 = torch.operator "torch.poptorch.identity_loss"(%x, %none) : (!torch.vtensor<[2,3],f32>, !torch.str) -> !torch.vtensor<[2,3],f32>
+  return %0, %1 : !torch.vtensor<[],f32>, !torch.vtensor<[2,3],f32>
+}
