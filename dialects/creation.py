@@ -47,3 +47,29 @@ class IotaOp(Ipu.Operation, name="iota", traits=[Pure]):
     output: Result[ir.RankedTensorType] = result()
 
     verify_invariants = verified(_check_iota)
+
+
+def _check_random_uniform(op: "RandomUniformOp") -> None:
+    """A float result and low <= high."""
+    out = tensor_type(op.output, "result")
+    if not isinstance(out.element_type, ir.FloatType):
+        raise VerifyError(f"result element type must be a float, got {out.element_type}")
+    low, high = op.attributes["low"], op.attributes["high"]
+    if not (isinstance(low, ir.FloatAttr) and isinstance(high, ir.FloatAttr)):
+        raise VerifyError("attributes 'low' and 'high' must be floats")
+    if low.value > high.value:
+        raise VerifyError(f"low {low.value} is above high {high.value}")
+
+
+class RandomUniformOp(Ipu.Operation, name="random_uniform"):
+    """Uniform samples in [low, high) from the device's random generator (poprand::uniform);
+    every replica draws its own. Not `Pure`: two draws are different values.
+
+    `%r = "ipu.random_uniform"() {low = 0.0 : f64, high = 1.0 : f64} : () -> tensor<4xf32>`
+    """
+
+    low: ir.FloatAttr
+    high: ir.FloatAttr
+    output: Result[ir.RankedTensorType] = result()
+
+    verify_invariants = verified(_check_random_uniform)

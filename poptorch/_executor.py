@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from torch.utils import _pytree as pytree
 
+from poptorch.runtime.random import device_random
+
 from . import _compiler, _frontend
 from .enums import CommGroupType, OutputMode
 from .errors import Error
@@ -184,6 +186,8 @@ class PoplarExecutor:
         self._device.clear()
         self._uploaded.clear()
         self.copyWeightsToDevice()
+        seed = opts.random_seed if opts.random_seed is not None else torch.initial_seed()
+        self._random = np.random.default_rng(seed)
         self._compile_extra()
 
     def _capture(self, model: torch.nn.Module, args: tuple, kwargs: dict):
@@ -359,8 +363,9 @@ class PoplarExecutor:
         args = [inputs[int(a.name)][step] if a.kind == "input"
                 else extra[a.kind] if a.kind in extra else self._device[a.name]
                 for a in captured.arguments]
-        results = compiled.program.run(*args)
         replicas = self._options.replication_factor
+        with device_random(self._random, replicas):
+            results = compiled.program.run(*args)
         n_mut = len(captured.mutated_buffers)
         for name, value in zip(captured.mutated_buffers, results[:n_mut], strict=True):
             if name in self._frozen:

@@ -25,3 +25,21 @@ def iota(dim, shape, dtype):
     index = [1] * len(shape)
     index[dim] = shape[dim]
     return np.broadcast_to(np.arange(shape[dim], dtype=dtype).reshape(index), shape)
+
+
+def _uniform_static(op):
+    from poptorch.passes.conversion.common import numpy_dtype
+
+    t = op.output.type
+    return {"low": op.attributes["low"].value, "high": op.attributes["high"].value,
+            "shape": tuple(t.shape), "dtype": numpy_dtype(t.element_type)}
+
+
+@kernel("ipu.random_uniform", static=_uniform_static)
+def random_uniform(low, high, shape, dtype):
+    """Uniform samples, one set per replica when there are several."""
+    from poptorch.runtime.random import current
+
+    generator, replicas = current()
+    lead = (replicas,) if replicas > 1 else ()
+    return generator.uniform(low, high, lead + shape).astype(dtype)

@@ -311,3 +311,20 @@ def test_block_annotations_reach_the_ipu_ops():
     assert all("ipu.block" in line for line in lines if '"ipu.matmul"' in line)
     assert any('"ipu.matmul"' in line and 'ipu.block = "head"' in line
                and "ipu.ipu_id = 1" in line for line in lines)
+
+
+def test_random_ops_use_the_seed_and_differ_per_replica():
+    class Noise(torch.nn.Module):
+        def forward(self, x):
+            return x + torch.rand(3), torch.randn(2000).std(), torch.bernoulli(x * 0 + 0.5)
+
+    def run(seed):
+        opts = poptorch.Options().replicationFactor(2).randomSeed(seed)
+        return poptorch.inferenceModel(Noise(), opts)(torch.zeros(2, 3))
+
+    first, std, coin = run(7)
+    assert ((first >= 0) & (first < 1)).all() and not torch.equal(first[0], first[1])
+    assert torch.allclose(std, torch.ones(2), atol=0.1)
+    assert set(coin.flatten().tolist()) <= {0.0, 1.0}
+    torch.testing.assert_close(run(7)[0], first)
+    assert not torch.equal(run(8)[0], first)

@@ -206,3 +206,19 @@ def test_frozen_parameters_and_batch_norm_statistics():
     torch.testing.assert_close(model.fc.weight, reference.fc.weight, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(model.bn.running_mean, reference.bn.running_mean)
     torch.testing.assert_close(model.bn.running_var, reference.bn.running_var)
+
+
+def test_dropout_trains_with_the_seed():
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(200, 200)
+            self.drop = torch.nn.Dropout(0.25)
+
+        def forward(self, x):
+            out = self.drop(self.fc(x))
+            return out, out.pow(2).mean()
+
+    out, _ = poptorch.trainingModel(Model(), poptorch.Options().randomSeed(3))(
+        torch.randn(4, 200))
+    assert abs((out == 0).float().mean().item() - 0.25) < 0.03

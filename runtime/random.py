@@ -1,0 +1,33 @@
+"""The device's random generator: what `ipu.random_uniform` kernels draw from.
+
+Each executor owns a NumPy generator seeded from `Options.randomSeed` (or, without one,
+from torch's seed), and installs it around its program runs with the replica count, so
+that every replica draws its own numbers (a leading replica axis, like every value).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+
+_state = threading.local()
+
+
+@contextlib.contextmanager
+def device_random(generator: np.random.Generator, replicas: int) -> Iterator[None]:
+    """Make `generator` the one random kernels use in this block, for `replicas`."""
+    previous = getattr(_state, "current", None)
+    _state.current = (generator, replicas)
+    try:
+        yield
+    finally:
+        _state.current = previous
+
+
+def current() -> tuple[np.random.Generator, int]:
+    """The installed generator and replica count (a fixed-seed one outside any run)."""
+    installed = getattr(_state, "current", None)
+    return installed if installed is not None else (np.random.default_rng(0), 1)
