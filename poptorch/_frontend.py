@@ -119,6 +119,17 @@ _TORCH_NOISE = ("TF32 acceleration on top of oneDNN", r"`isinstance\(treespec, L
                 r"The tensor attributes .*_flat_weights.* were assigned during export")
 
 
+def tracing_contexts() -> list:
+    """Contexts every capture runs in: poptorch's capture flag, node metadata kept for
+    annotations, and torch's plain (decomposable) implementations of RNNs and attention
+    instead of fused CPU kernels (mkldnn RNN layers, flash attention) that have no
+    decomposition, in the forward or the backward."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return [_capturing(), fxtb.preserve_node_meta(), torch.backends.mkldnn.flags(enabled=False),
+            sdpa_kernel([SDPBackend.MATH])]
+
+
 @contextlib.contextmanager
 def quiet_torch():
     """Silence the warnings torch emits about its own internals while exporting."""
@@ -132,8 +143,7 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
     """Export `model` called with (already narrowed) example `args` / `kwargs`."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(quiet_torch())
-        for context in (_capturing(), fxtb.preserve_node_meta(),
-                        torch.backends.mkldnn.flags(enabled=False), torch.no_grad()):
+        for context in [*tracing_contexts(), torch.no_grad()]:
             stack.enter_context(context)
         try:
             program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)

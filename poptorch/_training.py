@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.fx.traceback as fxtb
 from torch._functorch.aot_autograd import aot_export_joint_with_descriptors
 from torch.utils import _pytree as pytree
 
@@ -94,8 +93,7 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
     wrapper = _LossFirst(model)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_frontend.quiet_torch())
-        for context in (_frontend._capturing(), fxtb.preserve_node_meta(),
-                        torch.backends.mkldnn.flags(enabled=False)):
+        for context in _frontend.tracing_contexts():
             stack.enter_context(context)
         try:
             joint = aot_export_joint_with_descriptors(
