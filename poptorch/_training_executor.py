@@ -109,7 +109,7 @@ class TrainingExecutor(PoplarExecutor):
         weights = {name: self._device[name] for name in captured.trainable}
         self._state = self._spec.initial_state(weights, self._optimizer, self._parameters())
         self._hyper = self._spec.hyper_values(self._optimizer)
-        self._optimizer._ipu_link = _OptimizerLink(self)
+        self._link_optimizer(self._optimizer)
 
     def _emit_reduce(self, module: ir.Module, types: list[ir.RankedTensorType]) -> None:
         """`@reduce_gradients`: one `ipu.all_reduce` over all replicas per gradient."""
@@ -120,11 +120,24 @@ class TrainingExecutor(PoplarExecutor):
                 return tuple(AllReduceOp(g, ir.StringAttr.get(reduction), replica_group("all"),
                                          g.type).result for g in grads)
 
+    def _link_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        """Make the optimizer's state_dict()/load_state_dict() use the device state:
+        poptorch.optim classes through their `_ipu_link`, torch.optim ones through
+        instance methods (PopTorch patches them in the same way)."""
+        from .optim import _IpuOptimizer
+
+        link = _OptimizerLink(self)
+        optimizer._ipu_link = link
+        if not isinstance(optimizer, _IpuOptimizer):
+            optimizer.state_dict = link.state_dict
+            optimizer.load_state_dict = link.load_state_dict
+
     def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:  # noqa: N802
         """Apply the optimizer's new variable hyper-parameters without recompiling."""
         if self._compiled is not None:
             self._spec.check_constants(optimizer)
             self._hyper = self._spec.hyper_values(optimizer)
+            self._link_optimizer(optimizer)
         self._optimizer = optimizer
 
     # ---- running ------------------------------------------------------------------------

@@ -25,14 +25,14 @@ from poptorch.dialects.convolution import pool_output_size
 from . import kernel, leading
 
 
-def _taps(kernel_size, dilations, strides, outputs):
+def taps(kernel_size, dilations, strides, outputs):
     """(tap index, slices of the padded input that tap reads for every output pixel)."""
     for tap in itertools.product(*(range(k) for k in kernel_size)):
         yield tap, tuple(slice(t * d, t * d + s * (o - 1) + 1, s)
                          for t, d, s, o in zip(tap, dilations, strides, outputs, strict=True))
 
 
-def _padded(x, low, high, value=0):
+def padded(x, low, high, value=0):
     """`x` padded in its trailing len(low) dims by `value` (non-negative amounts)."""
     d = len(low)
     if not any(low) and not any(high):
@@ -71,7 +71,7 @@ def _rounded(y, dtype):
     return y if dtype is None else y.astype(dtype)
 
 
-def _gemms(w, cols):
+def gemms(w, cols):
     """`w[r, g] @ cols[r, g]` for w (1 or L, G, M, K) and cols (L, G, K, P), one BLAS gemm
     each (measured: as fast as NumPy's stacked matmul for thin products, faster for wide)."""
     y = np.empty(cols.shape[:2] + (w.shape[2], cols.shape[3]), dtype=cols.dtype)
@@ -80,12 +80,24 @@ def _gemms(w, cols):
     return y
 
 
+def im2col(xp, groups, kernel_size, strides, dilations, outputs):
+    """The windows of padded `xp` (L, N, C, *S) in the channel-major layout
+    (L, G, C / G * taps, N * pixels): a convolution is one gemm per group on it."""
+    lx, n, c = xp.shape[:3]
+    xp = np.moveaxis(xp.reshape((lx, n, groups, c // groups) + xp.shape[3:]), 1, 3)
+    cols = np.empty((lx, groups, c // groups) + tuple(kernel_size) + (n,) + tuple(outputs),
+                    dtype=xp.dtype)
+    for tap, window in taps(kernel_size, dilations, strides, outputs):
+        cols[(slice(None),) * 3 + tap] = xp[(Ellipsis, *window)]
+    return cols.reshape(lx, groups, c // groups * math.prod(kernel_size), -1)
+
+
 def _conv(x, w, strides, padding_low, padding_high, dilations, groups):
     """x (L, N, C, *S), w (1 or L, C_out, C / groups, *K) -> (L, N, C_out, *O)."""
     lx, n = x.shape[:2]
     lw, c_out, c_in = w.shape[:3]
     kernel_size = w.shape[3:]
-    xp = _padded(x, padding_low, padding_high)
+    xp = padded(x, padding_low, padding_high)
     outputs = tuple((size - di * (k - 1) - 1) // s + 1 for size, k, s, di in zip(
         xp.shape[3:], kernel_size, strides, dilations, strict=True))
     w = w.reshape((lw, 1, groups, c_out // groups, c_in) + kernel_size)
@@ -93,17 +105,12 @@ def _conv(x, w, strides, padding_low, padding_high, dilations, groups):
         xp = xp.reshape((lx, n, groups, 1) + xp.shape[3:])
         y = np.zeros((lx, n, groups, c_out // groups) + outputs, dtype=x.dtype)
         product = np.empty_like(y)
-        for tap, window in _taps(kernel_size, dilations, strides, outputs):
+        for tap, window in taps(kernel_size, dilations, strides, outputs):
             scale = w[(Ellipsis, 0, *tap) + (None,) * len(outputs)]
             y += np.multiply(scale, xp[(Ellipsis, *window)], out=product)
         return y.reshape((lx, n, c_out) + outputs)
-    # im2col in the channel-major layout (L, G, C / G, *K, N, *O): one gemm per group
-    xp = np.moveaxis(xp.reshape((lx, n, groups, c_in) + xp.shape[3:]), 1, 3)
-    cols = np.empty((lx, groups, c_in) + kernel_size + (n,) + outputs, dtype=x.dtype)
-    for tap, window in _taps(kernel_size, dilations, strides, outputs):
-        cols[(slice(None),) * 3 + tap] = xp[(Ellipsis, *window)]
-    cols = cols.reshape(lx, groups, c_in * math.prod(kernel_size), -1)
-    y = _gemms(w.reshape(lw, groups, c_out // groups, -1), cols)
+    cols = im2col(xp, groups, kernel_size, strides, dilations, outputs)
+    y = gemms(w.reshape(lw, groups, c_out // groups, -1), cols)
     y = y.reshape((lx, c_out, n) + outputs)
     return np.moveaxis(y, 2, 1).reshape((lx, n, c_out) + outputs)
 
@@ -122,7 +129,7 @@ def _conv_transpose(x, w, strides, padding, output_padding, dilations, groups):
     spatial, kernel_size = x.shape[3:], w.shape[3:]
     xt = np.moveaxis(x.reshape((lx, n, groups, c_in // groups, -1)), 1, 3)
     wt = np.swapaxes(w.reshape(lw, groups, c_in // groups, -1), -1, -2)
-    cols = _gemms(wt, np.ascontiguousarray(xt).reshape(lx, groups, c_in // groups, -1))
+    cols = gemms(wt, np.ascontiguousarray(xt).reshape(lx, groups, c_in // groups, -1))
     cols = cols.reshape((lx, groups, c_group) + kernel_size + (n,) + spatial)
     full = [(size - 1) * s + di * (k - 1) + 1 for size, k, s, di in zip(
         spatial, kernel_size, strides, dilations, strict=True)]
@@ -130,7 +137,7 @@ def _conv_transpose(x, w, strides, padding, output_padding, dilations, groups):
                                                             strict=True))
     y = np.zeros((lx, groups, c_group, n) + tuple(max(f, p + o) for f, p, o in zip(
         full, padding, outputs, strict=True)), dtype=x.dtype)
-    for tap, window in _taps(kernel_size, dilations, strides, spatial):
+    for tap, window in taps(kernel_size, dilations, strides, spatial):
         y[(Ellipsis, *window)] += cols[(slice(None),) * 3 + tap]
     y = y[(Ellipsis, *(slice(p, p + o) for p, o in zip(padding, outputs, strict=True)))]
     return np.moveaxis(y, 3, 1).reshape((lx, n, groups * c_group) + outputs)
@@ -142,7 +149,7 @@ def conv_transpose(x, w, strides, padding, output_padding, dilations, groups):
                     output_padding=output_padding, dilations=dilations, groups=groups)
 
 
-def _pool_geometry(shape, kernel_size, strides, padding, dilations, ceil_mode):
+def pool_geometry(shape, kernel_size, strides, padding, dilations, ceil_mode):
     """Output sizes and the high padding that makes every window fit."""
     outputs = tuple(pool_output_size(n, k, s, p, di, ceil_mode) for n, k, s, p, di in zip(
         shape, kernel_size, strides, padding, dilations, strict=True))
@@ -151,18 +158,18 @@ def _pool_geometry(shape, kernel_size, strides, padding, dilations, ceil_mode):
     return outputs, high
 
 
-def _lowest(dtype):
+def lowest(dtype):
     return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
 
 
 @kernel("ipu.max_pool")
 def max_pool(x, kernel, strides, padding, dilations, ceil_mode):
     d = len(kernel)
-    outputs, high = _pool_geometry(x.shape[-d:], kernel, strides, padding, dilations,
-                                   ceil_mode)
-    xp = _padded(x, padding, high, _lowest(x.dtype))
+    outputs, high = pool_geometry(x.shape[-d:], kernel, strides, padding, dilations,
+                                  ceil_mode)
+    xp = padded(x, padding, high, lowest(x.dtype))
     y = None
-    for _, window in _taps(kernel, dilations, strides, outputs):
+    for _, window in taps(kernel, dilations, strides, outputs):
         if y is None:
             y = xp[(Ellipsis, *window)].copy()
         else:
@@ -170,7 +177,7 @@ def max_pool(x, kernel, strides, padding, dilations, ceil_mode):
     return y
 
 
-def _flat_index(spatial, starts):
+def flat_index(spatial, starts):
     """Flat index into the pooled dims of per-dim coordinates (broadcast together)."""
     flat = 0
     for i, start in enumerate(starts):
@@ -184,19 +191,19 @@ def max_pool_with_indices(x, kernel, strides, padding, dilations, ceil_mode):
     """PyTorch's order: start at the first element inside the input, then take every later
     element of the window that is greater, or NaN."""
     d, spatial = len(kernel), x.shape[-len(kernel):]
-    outputs, high = _pool_geometry(spatial, kernel, strides, padding, dilations, ceil_mode)
-    xp = _padded(x, padding, high, _lowest(x.dtype))
+    outputs, high = pool_geometry(spatial, kernel, strides, padding, dilations, ceil_mode)
+    xp = padded(x, padding, high, lowest(x.dtype))
     starts = [np.arange(o) * s - p for o, s, p in zip(outputs, strides, padding, strict=True)]
     first = [st + -(-np.maximum(-st, 0) // di) * di for st, di in zip(starts, dilations,
-                                                                    strict=True)]
-    index = np.broadcast_to(_flat_index(spatial, first), x.shape[:-d] + outputs).copy()
-    y = np.full(x.shape[:-d] + outputs, _lowest(x.dtype), dtype=x.dtype)
-    for tap, window in _taps(kernel, dilations, strides, outputs):
+                                                                      strict=True)]
+    index = np.broadcast_to(flat_index(spatial, first), x.shape[:-d] + outputs).copy()
+    y = np.full(x.shape[:-d] + outputs, lowest(x.dtype), dtype=x.dtype)
+    for tap, window in taps(kernel, dilations, strides, outputs):
         value = xp[(Ellipsis, *window)]
         better = value > y
         if np.issubdtype(x.dtype, np.floating):
             better |= np.isnan(value)
-        tap_index = _flat_index(spatial, [st + t * di for st, t, di in zip(
+        tap_index = flat_index(spatial, [st + t * di for st, t, di in zip(
             starts, tap, dilations, strict=True)])
         np.copyto(y, value, where=better)
         np.copyto(index, np.broadcast_to(tap_index, index.shape), where=better)
@@ -212,29 +219,35 @@ def _window_counts(size, kernel_size, stride, pad, output, include_pad):
     return np.minimum(end, size) - np.maximum(start, 0)
 
 
+def avg_divisors(spatial, kernel_size, strides, padding, outputs, include_pad, divisor):
+    """What each output of an average pooling divides its window's sum by: `divisor`, or
+    the window's size (counting padding or not), broadcast over the output's dims."""
+    if divisor:
+        return divisor
+    counts = np.ones((1,) * len(outputs))
+    for i, args in enumerate(zip(spatial, kernel_size, strides, padding, outputs,
+                                 strict=True)):
+        shape = [1] * len(outputs)
+        shape[i] = -1
+        counts = counts * _window_counts(*args, include_pad).reshape(shape)
+    return counts
+
+
 @kernel("ipu.avg_pool")
 def avg_pool(x, kernel, strides, padding, ceil_mode, count_include_pad, divisor):
     d = len(kernel)
     spatial = x.shape[-d:]
-    outputs, high = _pool_geometry(spatial, kernel, strides, padding, (1,) * d, ceil_mode)
+    outputs, high = pool_geometry(spatial, kernel, strides, padding, (1,) * d, ceil_mode)
     acc = x.astype(np.float32) if x.dtype == np.float16 else x
-    xp = _padded(acc, padding, high)
+    xp = padded(acc, padding, high)
     y = np.zeros(x.shape[:-d] + outputs, dtype=acc.dtype)
-    for _, window in _taps(kernel, (1,) * d, strides, outputs):
+    for _, window in taps(kernel, (1,) * d, strides, outputs):
         y += xp[(Ellipsis, *window)]
-    if divisor:
-        y /= divisor
-    else:
-        counts = np.ones((1,) * d)
-        for i, args in enumerate(zip(spatial, kernel, strides, padding, outputs, strict=True)):
-            shape = [1] * d
-            shape[i] = -1
-            counts = counts * _window_counts(*args, count_include_pad).reshape(shape)
-        y /= counts
+    y /= avg_divisors(spatial, kernel, strides, padding, outputs, count_include_pad, divisor)
     return y.astype(x.dtype, copy=False)
 
 
-def _adaptive_bins(size, output):
+def adaptive_bins(size, output):
     """Gather indices (output, widest bin) of each bin, and which of them are in the bin."""
     i = np.arange(output)
     start, end = i * size // output, -(-(i + 1) * size // output)
@@ -249,7 +262,7 @@ def _adaptive(x, output_size, reduce):
     for axis, output in zip(range(x.ndim - d, x.ndim), output_size, strict=True):
         if x.shape[axis] == output:
             continue
-        index, inside = _adaptive_bins(x.shape[axis], output)
+        index, inside = adaptive_bins(x.shape[axis], output)
         gathered = np.take(x, index, axis=axis)
         x = reduce(gathered, inside.reshape(inside.shape + (1,) * (x.ndim - 1 - axis)), axis + 1)
     return x
@@ -274,7 +287,7 @@ def pad(x, low, high, value, mode):
     crop = tuple(slice(max(0, -lo), n - max(0, -hi)) for lo, hi, n in zip(
         low, high, x.shape[x.ndim - d:], strict=True))
     x = x[(Ellipsis, *crop)]
-    return _padded(x, [max(0, v) for v in low], [max(0, v) for v in high], value)
+    return padded(x, [max(0, v) for v in low], [max(0, v) for v in high], value)
 
 
 def _upsample_static(op):

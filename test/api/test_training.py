@@ -222,3 +222,72 @@ def test_dropout_trains_with_the_seed():
     out, _ = poptorch.trainingModel(Model(), poptorch.Options().randomSeed(3))(
         torch.randn(4, 200))
     assert abs((out == 0).float().mean().item() - 0.25) < 0.03
+
+
+def test_set_optimizer_and_constants():
+    torch.manual_seed(0)
+    model = Regressor()
+    reference = copy.deepcopy(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+    ipu = poptorch.trainingModel(model, optimizer=optimizer)
+    x, y = torch.randn(4, 6), torch.randn(4, 2)
+    ipu(x, y)
+    for group in optimizer.param_groups:
+        group["lr"] = 0.01
+    ipu.setOptimizer(optimizer)  # a variable: applies without recompiling
+    ipu(x, y)
+    cpu = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.5)
+    for lr in (0.1, 0.01):
+        for group in cpu.param_groups:
+            group["lr"] = lr
+        cpu.zero_grad()
+        reference(x, y)[1].backward()
+        cpu.step()
+    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    for group in optimizer.param_groups:
+        group["momentum"] = 0.9  # not at its default when wrapped: a variable
+    ipu.setOptimizer(optimizer)
+    for group in optimizer.param_groups:
+        group["weight_decay"] = 0.1  # left at its default when wrapped: a constant
+    with pytest.raises(poptorch.Error, match="weight_decay"):
+        ipu.setOptimizer(optimizer)
+
+
+def test_optimizer_state_dict_reads_the_device():
+    torch.manual_seed(0)
+    model = Regressor()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    ipu = poptorch.trainingModel(model, optimizer=optimizer)
+    x, y = torch.randn(4, 6), torch.randn(4, 2)
+    ipu(x, y)
+    ipu(x, y)
+    state = optimizer.state_dict()
+    assert [s["step"].item() for s in state["state"].values()] == [2.0] * 4
+    reference = copy.deepcopy(Regressor())
+    reference.load_state_dict(model.state_dict())
+    cpu = torch.optim.Adam(reference.parameters(), lr=0.01)
+    cpu.load_state_dict(state)
+    ipu(x, y)
+    cpu.zero_grad()
+    reference(x, y)[1].backward()
+    cpu.step()
+    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_manual_loss_scaling_keeps_the_trajectory():
+    def train(**scaling):
+        torch.manual_seed(0)
+        model = Regressor()
+        optimizer = poptorch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, **scaling)
+        ipu = poptorch.trainingModel(model, optimizer=optimizer)
+        for _ in range(5):
+            ipu(torch.randn(4, 6), torch.randn(4, 2))
+        return [p.detach().clone() for p in model.parameters()]
+
+    plain = train()
+    for scaled in (train(loss_scaling=1024.0),
+                   train(loss_scaling=128.0, velocity_scaling=64.0, use_combined_accum=True)):
+        for p, q in zip(scaled, plain, strict=True):
+            torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-5)
