@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) examples/demo.py
+	$(PY) examples/train_digits.py
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
