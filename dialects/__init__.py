@@ -14,6 +14,7 @@ from torch_mlir.passmanager import PassManager
 
 from . import (
     convolution,
+    convolution_backward,
     creation,
     data_movement,
     elementwise,
@@ -30,6 +31,7 @@ __all__ = [
     "ReplicaGroupAttr",
     "StageAttr",
     "convolution",
+    "convolution_backward",
     "creation",
     "data_movement",
     "elementwise",

@@ -18,7 +18,7 @@ from tqdm import tqdm
 import poptorch
 
 MICRO_BATCH, ITERATIONS, REPLICAS, ACCUMULATION = 8, 4, 2, 2
-EPOCHS = 6
+EPOCHS = 15
 
 
 class DigitsCNN(torch.nn.Module):

@@ -28,8 +28,10 @@ from .errors import Error
 PIPELINE = (
     "ipu-convert-poptorch-ops",
     "ipu-check-torch-ops",
-    # adaptive_max_pool2d stays whole: torch-mlir's decomposition of uneven bins fails.
-    "torchdynamo-export-to-torch-backend-pipeline{backend-legal-ops=aten.adaptive_max_pool2d}",
+    # Kept whole for the ipu lowerings: torch-mlir's decomposition of adaptive_max_pool2d
+    # fails on uneven bins, and its convolution_backward rewrite breaks grouped convs.
+    "torchdynamo-export-to-torch-backend-pipeline"
+    "{backend-legal-ops=aten.adaptive_max_pool2d,aten.convolution_backward}",
     "ipu-import-annotations",
     "torch-func-backend-type-conversion",
     "ipu-convert-torch-to-ipu",

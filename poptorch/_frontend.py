@@ -12,6 +12,8 @@ torch-mlir's rewrites, and the `ipu-import-annotations` pass turns them into att
 from __future__ import annotations
 
 import contextlib
+import functools
+import math
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -95,6 +97,12 @@ def _scalar_to_tensor(op):
     return lambda x, other: op(x, torch.scalar_tensor(other, dtype=x.dtype))
 
 
+def _scatter_to_indices(dims: int, grad, x, indices):
+    """adaptive_max_pool{2,3}d_backward: each gradient added at its argmax index."""
+    flat = grad.new_zeros(x.shape[:-dims] + (math.prod(x.shape[-dims:]),))
+    return flat.scatter_add(-1, indices.flatten(-dims), grad.flatten(-dims)).view(x.shape)
+
+
 def decompositions() -> dict:
     """torch-mlir's decomposition table plus ours, for aten ops torch-mlir's torch dialect
     has no op for (they would import as an opaque `torch.operator`)."""
@@ -104,6 +112,9 @@ def decompositions() -> dict:
     # ipu.sort is always stable, so the stable overload is the plain one.
     table[aten.sort.stable] = lambda x, *, stable=None, dim=-1, descending=False: \
         aten.sort.default(x, dim, descending)
+    for dims in (2, 3):  # torch-mlir has no op for these backward ops
+        table[getattr(aten, f"adaptive_max_pool{dims}d_backward").default] = \
+            functools.partial(_scatter_to_indices, dims)
     for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         table[getattr(aten, name).Scalar] = _scalar_to_tensor(getattr(aten, name).Tensor)
     return table

@@ -3,6 +3,7 @@ TorchToLinalg): each exposes `populate_<family>(patterns)`."""
 
 from .common import Patterns
 from .convolution import populate_convolution
+from .convolution_backward import populate_convolution_backward
 from .creation import populate_creation
 from .data_movement import populate_data_movement
 from .elementwise import populate_elementwise
@@ -12,6 +13,7 @@ from .reduction import populate_reduction
 
 FAMILIES = (
     populate_convolution,
+    populate_convolution_backward,
     populate_creation,
     populate_data_movement,
     populate_elementwise,

@@ -5,7 +5,8 @@ of the bias; a zero `aten.constant_pad_nd` of the spatial dims feeding a convolu
 (what `padding='same'` with an even kernel gives) folds into the convolution's padding.
 Pooling keeps PyTorch's attributes (`ipu.max_pool`, `ipu.max_pool_with_indices`,
 `ipu.avg_pool`); the adaptive pooling ops torch-mlir leaves whole become
-`ipu.adaptive_max_pool` / `ipu.adaptive_avg_pool`. `aten.constant_pad_nd` is `ipu.pad`,
+`ipu.adaptive_max_pool` (`ipu.adaptive_max_pool_with_indices` when a gradient uses the
+indices) / `ipu.adaptive_avg_pool`. `aten.constant_pad_nd` is `ipu.pad`,
 and a nearest 2-d `aten.__interpolate` is `ipu.upsample_nearest`.
 
 Every lowering reads and checks its constant operands before it builds anything: one
@@ -30,6 +31,7 @@ from poptorch.dialects.convolution import (
     PadOp,
     UpsampleNearestOp,
 )
+from poptorch.dialects.convolution_backward import AdaptiveMaxPoolWithIndicesOp
 from poptorch.dialects.data_movement import ReshapeOp
 from poptorch.dialects.elementwise import BINARY_OPS
 
@@ -149,15 +151,17 @@ def avg_pool(d: int, op: ir.OpView, b: Builder) -> ir.Value:
 
 def adaptive_pool(kind: str, op: ir.OpView, b: Builder) -> ir.Value | list[ir.Value]:
     """aten._adaptive_avg_pool3d(input, output_size) and aten.adaptive_max_pool2d/3d, whose
-    indices result must be unused (it becomes a splat constant that canonicalize drops)."""
+    indices (what its gradient scatters to) are computed only when used (else they become
+    a splat constant that canonicalize drops)."""
     out = b.result_type()
     d = len(b.scalar_list(op.operands[1]))
     size = array(out.shape[out.rank - d:])
     if kind == "avg":
         return AdaptiveAvgPoolOp(b.tensor(op.operands[0]), size, out).result
-    if list(op.results[1].uses):
-        raise Unsupported("the indices of adaptive max pooling are not supported")
     indices = b.result_type(1)
+    if list(op.results[1].uses):
+        pool = AdaptiveMaxPoolWithIndicesOp(b.tensor(op.operands[0]), size, out, indices)
+        return [pool.output, pool.indices]
     return [AdaptiveMaxPoolOp(b.tensor(op.operands[0]), size, out).result,
             b.constant(0, indices.element_type, indices.shape)]
 

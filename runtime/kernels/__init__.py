@@ -121,6 +121,7 @@ def load_all() -> dict[str, Kernel]:
     """Import every kernel family and return the registry."""
     from . import (  # noqa: F401
         convolution,
+        convolution_backward,
         creation,
         data_movement,
         elementwise,

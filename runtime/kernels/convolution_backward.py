@@ -67,14 +67,18 @@ def conv_weight_grad(x, grad, strides, padding_low, padding_high, dilations, gro
     return w.reshape(lead + (c_out, c // groups) + tuple(kernel_size)).astype(dtype, copy=False)
 
 
+def _pooled_size(op: ir.OpView) -> dict[str, Any]:
+    """`size`: the pooled dims of the result (the forward's input)."""
+    attrs = op.attributes
+    count = len(attrs["kernel"] if "kernel" in attrs else attrs["output_size"])
+    return {"size": tuple(op.output.type.shape[-count:])}
+
+
 def _input_size(op: ir.OpView) -> dict[str, Any]:
-    """The pooled dims of the result (the forward's input), and the forward's attributes."""
-    attrs = attributes(op)
-    count = len(attrs.get("kernel", attrs.get("output_size")))
-    return {**attrs, "size": tuple(op.output.type.shape[-count:])}
+    return {**attributes(op), **_pooled_size(op)}
 
 
-@kernel("ipu.max_pool_grad", static=lambda op: {"size": _input_size(op)["size"]})
+@kernel("ipu.max_pool_grad", static=_pooled_size)
 def max_pool_grad(grad, indices, size):
     """Add each gradient at the flat position its index names (the window attributes
     only shaped the indices, so the scatter does not need them)."""

@@ -14,17 +14,6 @@ func.func @interpolate$bilinear(%x: !torch.vtensor<[1,3,4,4],f32>) -> !torch.vte
 
 // -----
 
-// Adaptive max pooling lowers only when its indices are unused.
-func.func @adaptive_max_pool3d$indices(%x: !torch.vtensor<[1,2,4,4,4],f32>) -> !torch.vtensor<[1,2,2,2,2],si64> {
-  %int2 = torch.constant.int 2
-  %size = torch.prim.ListConstruct %int2, %int2, %int2 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
-  // expected-error @+1 {{unsupported op 'torch.aten.adaptive_max_pool3d': the indices of adaptive max pooling are not supported}}
-  %0, %1 = torch.aten.adaptive_max_pool3d %x, %size : !torch.vtensor<[1,2,4,4,4],f32>, !torch.list<int> -> !torch.vtensor<[1,2,2,2,2],f32>, !torch.vtensor<[1,2,2,2,2],si64>
-  return %1 : !torch.vtensor<[1,2,2,2,2],si64>
-}
-
-// -----
-
 // Convolution attributes must be constants.
 func.func @convolution$dynamic_stride(%x: !torch.vtensor<[1,3,8],f32>, %w: !torch.vtensor<[4,3,3],f32>, %s: !torch.int) -> !torch.vtensor<[1,4,?],f32> {
   %none = torch.constant.none
