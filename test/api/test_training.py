@@ -291,3 +291,17 @@ def test_manual_loss_scaling_keeps_the_trajectory():
                    train(loss_scaling=128.0, velocity_scaling=64.0, use_combined_accum=True)):
         for p, q in zip(scaled, plain, strict=True):
             torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-5)
+
+
+def test_cpu_training_after_wrapping_needs_copy_weights_to_device():
+    """Spec 4.2.3: host changes reach a training model only through copyWeightsToDevice."""
+    torch.manual_seed(0)
+    model = Regressor()
+    ipu = poptorch.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.0))
+    x, y = torch.randn(4, 6), torch.randn(4, 2)
+    _, before = ipu(x, y)
+    with torch.no_grad():
+        model.b.bias.add_(10.0)  # "train" on the CPU
+    torch.testing.assert_close(ipu(x, y)[1], before)  # the device still has the old weights
+    ipu.copyWeightsToDevice()
+    assert ipu(x, y)[1] > before + 10
