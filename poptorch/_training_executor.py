@@ -156,7 +156,30 @@ class TrainingExecutor(PoplarExecutor):
 
     def _loss_seed(self) -> np.ndarray:
         scaling = self._spec.loss_scaling(self._optimizer)
+        if self._options.Training.automatic_loss_scaling:
+            self._auto_scale = getattr(self, "_auto_scale", scaling)
+            scaling = self._auto_scale
         return np.full(self._compiled.captured.loss_shape, scaling, dtype=np.float32)
+
+    # Automatic loss scaling (setAutomaticLossScaling): a dynamic scale that halves on a
+    # gradient overflow (skipping that step) and doubles after GROWTH_INTERVAL good steps.
+    GROWTH_INTERVAL = 20
+
+    def _rescale(self, grads: list[np.ndarray]) -> bool:
+        """Check the scaled gradients; bring them to the optimizer's own loss scaling (which
+        its program divides by) in place. False when they overflowed."""
+        if not all(np.isfinite(g).all() for g in grads):
+            self._auto_scale /= 2
+            self._good_steps = 0
+            return False
+        factor = self._spec.loss_scaling(self._optimizer) / self._auto_scale
+        for g in grads:
+            g *= g.dtype.type(factor)
+        self._good_steps = getattr(self, "_good_steps", 0) + 1
+        if self._good_steps >= self.GROWTH_INTERVAL:
+            self._auto_scale *= 2
+            self._good_steps = 0
+        return True
 
     def _parameters(self) -> dict[str, torch.Tensor]:
         """The host parameters by name, as the optimizer's param groups hold them."""
@@ -194,12 +217,16 @@ class TrainingExecutor(PoplarExecutor):
     def _apply(self, grads: list[np.ndarray]) -> None:
         """Reduce gradients over replicas and run the optimizer step."""
         captured = self._compiled.captured
-        reduced = [np.asarray(g)[0] for g in self._reduce.run(*grads)]
+        with np.errstate(all="ignore"):
+            reduced = [np.array(np.asarray(g)[0]) for g in self._reduce.run(*grads)]
+        if self._options.Training.automatic_loss_scaling and not self._rescale(reduced):
+            return  # overflow: the step is skipped and the loss scale halved
         names = captured.trainable
         layout = self._spec.state_layout()
-        results = self._optimizer_step.run(
-            *(self._device[n] for n in names), *reduced,
-            *(self._state[key] for key in layout), *self._hyper)
+        with np.errstate(all="ignore"):
+            results = self._optimizer_step.run(
+                *(self._device[n] for n in names), *reduced,
+                *(self._state[key] for key in layout), *self._hyper)
         for name, value in zip(names, results[:len(names)], strict=True):
             self._device[name] = np.asarray(value)
         for key, value in zip(layout, results[len(names):], strict=True):

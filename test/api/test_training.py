@@ -305,3 +305,26 @@ def test_cpu_training_after_wrapping_needs_copy_weights_to_device():
     torch.testing.assert_close(ipu(x, y)[1], before)  # the device still has the old weights
     ipu.copyWeightsToDevice()
     assert ipu(x, y)[1] > before + 10
+
+
+def test_automatic_loss_scaling():
+    def train(auto, scaling=1.0, steps=30, targets=1.0):
+        torch.manual_seed(0)
+        model = Regressor()
+        opts = poptorch.Options()
+        opts.Training.setAutomaticLossScaling(auto)
+        ipu = poptorch.trainingModel(model, opts, poptorch.optim.SGD(
+            model.parameters(), lr=0.01, loss_scaling=scaling))
+        for _ in range(steps):
+            ipu(torch.randn(4, 6), torch.randn(4, 2) * targets)
+        return ipu, [p.detach().clone() for p in model.parameters()]
+
+    _, plain = train(False)
+    ipu, auto = train(True)  # grows the scale every 20 good steps, same trajectory
+    assert ipu._auto_scale == 2.0
+    for p, q in zip(auto, plain, strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    # gradients above 1 overflow float32 at this scale: steps are skipped, the scale halves
+    ipu, weights = train(True, scaling=2.0 ** 127, steps=3, targets=100.0)
+    assert ipu._auto_scale < 2.0 ** 127
+    assert all(torch.isfinite(w).all() for w in weights)
