@@ -110,6 +110,8 @@ class TrainingExecutor(PoplarExecutor):
         self._state = self._spec.initial_state(weights, self._optimizer, self._parameters())
         self._hyper = self._spec.hyper_values(self._optimizer)
         self._link_optimizer(self._optimizer)
+        self._auto_scale = self._spec.loss_scaling(self._optimizer)  # automatic loss scaling
+        self._good_steps = 0
 
     def _emit_reduce(self, module: ir.Module, types: list[ir.RankedTensorType]) -> None:
         """`@reduce_gradients`: one `ipu.all_reduce` over all replicas per gradient."""
@@ -155,10 +157,8 @@ class TrainingExecutor(PoplarExecutor):
         return MeanReductionStrategy.Running if half else MeanReductionStrategy.Post
 
     def _loss_seed(self) -> np.ndarray:
-        scaling = self._spec.loss_scaling(self._optimizer)
-        if self._options.Training.automatic_loss_scaling:
-            self._auto_scale = getattr(self, "_auto_scale", scaling)
-            scaling = self._auto_scale
+        scaling = self._auto_scale if self._options.Training.automatic_loss_scaling \
+            else self._spec.loss_scaling(self._optimizer)
         return np.full(self._compiled.captured.loss_shape, scaling, dtype=np.float32)
 
     # Automatic loss scaling (setAutomaticLossScaling): a dynamic scale that halves on a
@@ -175,7 +175,7 @@ class TrainingExecutor(PoplarExecutor):
         factor = self._spec.loss_scaling(self._optimizer) / self._auto_scale
         for g in grads:
             g *= g.dtype.type(factor)
-        self._good_steps = getattr(self, "_good_steps", 0) + 1
+        self._good_steps += 1
         if self._good_steps >= self.GROWTH_INTERVAL:
             self._auto_scale *= 2
             self._good_steps = 0
