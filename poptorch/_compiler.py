@@ -127,14 +127,15 @@ def _pipeline_error(err: ir.MLIRError, before: str, step: str) -> Error:
                  location=location)
 
 
-def compile_captured(captured, dump_dir: str | None = None) -> Compiled:
+def compile_captured(captured, dump_dir: str | None = None,
+                     module_namescope: bool = True) -> Compiled:
     """Import, lower and JIT-compile a captured model (anything with a `graph_module`:
     an inference `_frontend.Captured` or a training `_training.TrainingCaptured`)."""
     timings: dict[str, float] = {}
     context = make_context()
     with context, ir.Location.unknown():
         start = time.perf_counter()
-        module = _frontend.import_to_mlir(captured.graph_module, context)
+        module = _frontend.import_to_mlir(captured.graph_module, context, module_namescope)
         timings["import"] = time.perf_counter() - start
         lower(module, context, dump_dir, timings)
         start = time.perf_counter()

@@ -177,7 +177,8 @@ class PoplarExecutor:
         micro, _ = self._split(flat)
         m_args, m_kwargs = pytree.tree_unflatten(micro, spec)
         captured = self._capture(_narrowed(self._model), m_args, m_kwargs)
-        self._compiled = _compiler.compile_captured(captured, opts.ir_dump_dir)
+        self._compiled = _compiler.compile_captured(captured, opts.ir_dump_dir,
+                                                    opts.module_namescope)
         opts._freeze()  # compile-time options may not change under a compiled model
         self._in_spec = spec
         self._input_meta = [(tuple(t.shape), t.dtype) for t in micro

@@ -130,15 +130,17 @@ _TORCH_NOISE = ("TF32 acceleration on top of oneDNN", r"`isinstance\(treespec, L
                 r"The tensor attributes .*_flat_weights.* were assigned during export")
 
 
-def tracing_contexts() -> list:
+def tracing_contexts(model: torch.nn.Module) -> list:
     """Contexts every capture runs in: poptorch's capture flag, node metadata kept for
     annotations, and torch's plain (decomposable) implementations of RNNs and attention
     instead of fused CPU kernels (mkldnn RNN layers, flash attention) that have no
     decomposition, in the forward or the backward."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    return [_capturing(), fxtb.preserve_node_meta(), torch.backends.mkldnn.flags(enabled=False),
-            sdpa_kernel([SDPBackend.MATH])]
+    from ._annotations import capture_scope
+
+    return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
+            torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH])]
 
 
 @contextlib.contextmanager
@@ -154,7 +156,7 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
     """Export `model` called with (already narrowed) example `args` / `kwargs`."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(quiet_torch())
-        for context in [*tracing_contexts(), torch.no_grad()]:
+        for context in [*tracing_contexts(model), torch.no_grad()]:
             stack.enter_context(context)
         try:
             program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
@@ -198,11 +200,21 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
 
 
 class AnnotatingNodeImporter(GraphNodeImporter):
-    """Carries `ipu.*` entries of `node.meta["custom"]` in fused-location metadata."""
+    """Carries `ipu.*` entries of `node.meta["custom"]` in fused-location metadata, with
+    the op's module path added to its `ipu.name_scope` unless `module_namescope` is off
+    (Options.disableModuleNamescope)."""
+
+    module_namescope = True
 
     def _import_torch_op_overload(self, loc, node, concrete_target=None):
         custom = node.meta.get("custom") or {}
         entries = {k: v for k, v in custom.items() if k.startswith(ANNOTATION_PREFIX)}
+        stack = node.meta.get("nn_module_stack") or {}
+        if self.module_namescope and stack:
+            path = list(stack.values())[-1][0].removeprefix("model.").replace(".", "/")
+            scope = "/".join(filter(None, [entries.get("ipu.name_scope"), path]))
+            if scope:
+                entries["ipu.name_scope"] = scope
         if entries:
             metadata = ir.DictAttr.get({k: _attribute(v, self._c) for k, v in entries.items()},
                                        self._c)
@@ -235,10 +247,13 @@ class DenseLiterals(FxImporterHooks):
                 attributes={"value": attr}).result
 
 
-def import_to_mlir(graph_module: torch.fx.GraphModule, context: ir.Context) -> ir.Module:
+def import_to_mlir(graph_module: torch.fx.GraphModule, context: ir.Context,
+                   module_namescope: bool = True) -> ir.Module:
     """A captured (functionalised) graph as a torch-dialect module with one function,
     `@main`, whose arguments are the graph's placeholders in order."""
-    importer = FxImporter(context=context, graph_node_importer_cls=AnnotatingNodeImporter,
+    node_importer = type("NodeImporter", (AnnotatingNodeImporter,),
+                         {"module_namescope": module_namescope})
+    importer = FxImporter(context=context, graph_node_importer_cls=node_importer,
                           hooks=DenseLiterals())
     importer.import_graph_module(graph_module, func_name="main")
     return importer.module

@@ -93,7 +93,7 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
     wrapper = _LossFirst(model)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_frontend.quiet_torch())
-        for context in _frontend.tracing_contexts():
+        for context in _frontend.tracing_contexts(model):
             stack.enter_context(context)
         try:
             joint = aot_export_joint_with_descriptors(
