@@ -5,6 +5,7 @@ Importing this package registers every pass; `all_passes()` lists them and
 """
 
 from . import (
+    assign_stages,
     check_torch_ops,
     convert_poptorch_ops,
     convert_torch_to_ipu,
@@ -24,6 +25,7 @@ from .registry import (
 )
 
 __all__ = [
+    "assign_stages",
     "DiagnosticWarning",
     "Option",
     "Pass",
