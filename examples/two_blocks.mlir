@@ -1,6 +1,6 @@
 // A two-layer MLP as the frontend imports it: torch ops whose locations carry the
 // poptorch.Block each layer was written in (see notes/FRONTEND.md in the design docs).
-// `make demo` runs ipu-import-annotations on it, turning those into op attributes.
+// `ipu-opt examples/two_blocks.mlir --ipu-import-annotations` turns those into attributes.
 #model_l3 = loc("model.py":3:0)
 #model_l6 = loc("model.py":6:0)
 module {
