@@ -14,6 +14,7 @@ from .ipu import (
     DenseI64Array,
     Ipu,
     VerifyError,
+    bool_attr,
     i64_array,
     int_attr,
     shape_str,
@@ -29,14 +30,6 @@ class DenseF64Array(ir.DenseF64ArrayAttr):
     """Constraint for `array<f64: ...>` attributes (upsampling scales)."""
 
     attr_name = "builtin.dense_array"
-
-
-def bool_attr(op: ir.OpView, name: str) -> bool:
-    """A `true` / `false` attribute's value."""
-    attr = op.attributes[name]
-    if not isinstance(attr, ir.BoolAttr):
-        raise VerifyError(f"attribute '{name}' must be true or false, got {attr}")
-    return attr.value
 
 
 def spatial_arrays(op: ir.OpView, names: tuple[str, ...], minimums: tuple[int | None, ...],

@@ -15,11 +15,12 @@ output-size formula, against the gradient it takes.
 from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result, result
 
-from .convolution import bool_attr, check_result_shape, pool_output_size, spatial_arrays
+from .convolution import check_result_shape, pool_output_size, spatial_arrays
 from .ipu import (
     DenseI64Array,
     Ipu,
     VerifyError,
+    bool_attr,
     int_attr,
     shape_str,
     tensor_type,

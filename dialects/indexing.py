@@ -17,6 +17,7 @@ from .ipu import (
     DenseI64Array,
     Ipu,
     VerifyError,
+    bool_attr,
     i64_array,
     int_attr,
     shape_str,
@@ -36,13 +37,6 @@ def _index_type(value: ir.Value, what: str) -> ir.RankedTensorType:
     if not (isinstance(element, ir.IntegerType) and element.is_signless and element.width > 1):
         raise VerifyError(f"{what} must hold signless integers, got {element}")
     return t
-
-
-def _bool_attr(op: ir.OpView, name: str) -> bool:
-    attr = op.attributes[name]
-    if not isinstance(attr, ir.BoolAttr):
-        raise VerifyError(f"attribute '{name}' must be a bool, got {attr}")
-    return attr.value
 
 
 def _dim(op: ir.OpView, name: str, rank: int) -> int:
@@ -147,7 +141,7 @@ def _check_index_put(op: "IndexPutOp") -> None:
     """Values broadcast to the indexed shape; the result is the input's type."""
     t_in, values = tensor_type(op.input, "input"), tensor_type(op.values, "values")
     shape = _indexed_shape(t_in, _index_type(op.indices, "indices"))
-    _bool_attr(op, "accumulate")
+    bool_attr(op, "accumulate")
     if values.element_type != t_in.element_type:
         raise VerifyError(f"values element type {values.element_type} differs from the "
                           f"input's {t_in.element_type}")
@@ -180,7 +174,7 @@ def _check_scatter(op: "ScatterOp") -> None:
     src = tensor_type(op.src, "src")
     dim = _dim(op, "dim", t_in.rank)
     str_attr(op, "reduction", SCATTER_REDUCTIONS)
-    _bool_attr(op, "include_self")
+    bool_attr(op, "include_self")
     if src.element_type != t_in.element_type:
         raise VerifyError(f"src element type {src.element_type} differs from the input's "
                           f"{t_in.element_type}")
@@ -221,7 +215,7 @@ def _check_sort(op: "SortOp") -> None:
     """Values keep the input's type; indices have its shape."""
     t_in = tensor_type(op.input, "input")
     _dim(op, "dim", t_in.rank)
-    _bool_attr(op, "descending")
+    bool_attr(op, "descending")
     _expect(tensor_type(op.values, "values"), t_in.shape, t_in.element_type)
     _index_type(op.indices, "indices result")
     if list(op.indices.type.shape) != list(t_in.shape):
@@ -340,7 +334,7 @@ def _check_embedding_bag(op: "EmbeddingBagOp") -> None:
     indices, offsets = _index_type(op.indices, "indices"), _index_type(op.offsets, "offsets")
     str_attr(op, "mode", BAG_MODES)
     int_attr(op, "padding_idx", minimum=-1)
-    last = _bool_attr(op, "include_last_offset")
+    last = bool_attr(op, "include_last_offset")
     if weight.rank != 2 or indices.rank != 1 or offsets.rank != 1:
         raise VerifyError(f"weight, indices and offsets must have ranks 2, 1, 1, got "
                           f"{weight.rank}, {indices.rank}, {offsets.rank}")

@@ -35,6 +35,23 @@ class DenseI64Array(ir.DenseI64ArrayAttr):
     attr_name = "builtin.dense_array"
 
 
+class Bool(ir.BoolAttr):
+    """Constraint for `true` / `false` attributes (an i1 `builtin.integer` in IRDL)."""
+
+    attr_name = "builtin.integer"
+
+
+def i64(value: int) -> ir.IntegerAttr:
+    """An `i64` integer attribute for an op builder."""
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
+
+
+def make_bool(value: bool) -> ir.Attribute:
+    """`true` / `false` for an op builder (as an i1 IntegerAttr: the builder of
+    `dialects.ext` drops attributes that are falsy in Python, and `BoolAttr(false)` is)."""
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(1), int(value))
+
+
 class ReplicaGroupAttr(Ipu.Attribute, name="replica_group"):
     """Which replicas a collective or a grouped variable spans.
 
@@ -63,14 +80,12 @@ class StageAttr(Ipu.Attribute, name="stage"):
 
 def stage_attr(stage: int, ipu: int) -> "StageAttr":
     """Build `#ipu.stage<stage, ipu>` in the current context."""
-    i64 = ir.IntegerType.get_signless(64)
-    return StageAttr.get(ir.IntegerAttr.get(i64, stage), ir.IntegerAttr.get(i64, ipu))
+    return StageAttr.get(i64(stage), i64(ipu))
 
 
 def replica_group(kind: str, size: int = 0) -> "ReplicaGroupAttr":
     """Build `#ipu.replica_group<kind, size>` in the current context."""
-    i64 = ir.IntegerType.get_signless(64)
-    return ReplicaGroupAttr.get(ir.StringAttr.get(kind), ir.IntegerAttr.get(i64, size))
+    return ReplicaGroupAttr.get(ir.StringAttr.get(kind), i64(size))
 
 
 class VerifyError(Exception):
@@ -158,6 +173,14 @@ def int_attr(op: ir.OpView, name: str, minimum: int | None = 0) -> int:
     if minimum is not None and value < minimum:
         raise VerifyError(f"attribute '{name}' must be >= {minimum}, got {value}")
     return value
+
+
+def bool_attr(op: ir.OpView, name: str) -> bool:
+    """A `true` / `false` attribute's value."""
+    attr = op.attributes[name]
+    if not isinstance(attr, ir.BoolAttr):
+        raise VerifyError(f"attribute '{name}' must be true or false, got {attr}")
+    return attr.value
 
 
 def str_attr(op: ir.OpView, name: str, allowed: Iterable[str] | None = None) -> str:

@@ -14,8 +14,7 @@ the op passes through, since an op here has a fixed number of operands.
 from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result, result
 
-from .ipu import Ipu, VerifyError, shape_str, tensor_type, verified
-from .reduction import Bool, bool_attr
+from .ipu import Bool, Ipu, VerifyError, bool_attr, shape_str, tensor_type, verified
 
 STATE_ELEMENT_TYPES = ("f16", "f32")
 

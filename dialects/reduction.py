@@ -14,9 +14,11 @@ from torch_mlir import ir
 from torch_mlir.dialects.ext import Operand, Pure, Result, result
 
 from .ipu import (
+    Bool,
     DenseI64Array,
     Ipu,
     VerifyError,
+    bool_attr,
     i64_array,
     int_attr,
     shape_str,
@@ -39,26 +41,6 @@ KINDS = {
 BOOLEAN_KINDS = ("any", "all")
 ARITHMETIC_KINDS = ("sum", "mean", "prod", "square_sum")
 FLOAT_KINDS = ("mean", "square_sum")
-
-
-class Bool(ir.BoolAttr):
-    """Constraint for `true` / `false` attributes (an i1 `builtin.integer` in IRDL)."""
-
-    attr_name = "builtin.integer"
-
-
-def make_bool(value: bool) -> ir.Attribute:
-    """`true` / `false` for an op builder (as an i1 IntegerAttr: the builder of
-    `dialects.ext` drops attributes that are falsy in Python, and `BoolAttr(false)` is)."""
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(1), int(value))
-
-
-def bool_attr(op: ir.OpView, name: str) -> bool:
-    """A `true` / `false` attribute's value."""
-    attr = op.attributes[name]
-    if not isinstance(attr, ir.BoolAttr):
-        raise VerifyError(f"attribute '{name}' must be true or false, got {attr}")
-    return attr.value
 
 
 def reduced_shape(shape: Sequence[int], dims: Sequence[int], keepdim: bool) -> list[int]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from torch_mlir import ir, rewrite
 
-from poptorch.dialects.reduction import ReduceOp, make_bool
+from poptorch.dialects.ipu import make_bool
+from poptorch.dialects.reduction import ReduceOp
 from poptorch.dialects.structure import NopOp, PrintOp
 
 from .conversion.common import Builder, Patterns, Unsupported

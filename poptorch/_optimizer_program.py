@@ -30,6 +30,7 @@ from torch_mlir.dialects import func
 from . import optim
 from .dialects import creation, elementwise, reduction
 from .dialects import optimizer as ops
+from .dialects.ipu import make_bool
 from .errors import Error
 
 GLOBAL = -1
@@ -365,7 +366,7 @@ class _Emitter:
             else:
                 square_sum = reduction.ReduceOp(
                     grad, ir.StringAttr.get("square_sum"),
-                    ir.DenseI64ArrayAttr.get(list(range(t.rank))), reduction.make_bool(False),
+                    ir.DenseI64ArrayAttr.get(list(range(t.rank))), make_bool(False),
                     self.scalar).result
             total = square_sum if total is None else self.binary("add", total, square_sum)
         norm = self.binary("mul", elementwise.UNARY_OPS["sqrt"](total, self.scalar).result,
@@ -394,7 +395,7 @@ class _Emitter:
         keys = [_STATE_KEYS.get(s, s) for s in cls.STATES]
         inputs = [states[k] if k in states else self.const(0.0) for k in keys]
         hypers = [self.hyper(group, name) for name in cls.HYPERS[1:]]
-        flags = [reduction.make_bool(self.flag(group, f)) for f in cls.FLAGS]
+        flags = [make_bool(self.flag(group, f)) for f in cls.FLAGS]
         op = cls(w, grad, *inputs, scale, *hypers, *flags, w.type, *[v.type for v in inputs])
         states.update({k: v for k, v in zip(keys, op.results[1:], strict=True) if k in states})
         return op.results[0]

@@ -34,19 +34,10 @@ from poptorch.dialects.convolution import (
 from poptorch.dialects.convolution_backward import AdaptiveMaxPoolWithIndicesOp
 from poptorch.dialects.data_movement import ReshapeOp
 from poptorch.dialects.elementwise import BINARY_OPS
+from poptorch.dialects.ipu import i64, make_bool
 
 from .common import Builder, Patterns, Unsupported, builtin_type
 from .elementwise import operand
-
-
-def i64(value: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
-def flag(value: bool) -> ir.IntegerAttr:
-    """`true` / `false`. (Not `BoolAttr.get`: a false BoolAttr is falsy, and the op builders
-    of `dialects.ext` take a falsy attribute for a missing one.)"""
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(1), int(value))
 
 
 def array(values: list[int]) -> ir.DenseI64ArrayAttr:
@@ -129,7 +120,7 @@ def max_pool(d: int, op: ir.OpView, b: Builder) -> ir.Value | list[ir.Value]:
     kernel, strides, padding = pool_attrs(b, op, d)
     dilations = per_dim(b, op.operands[4], d, "dilation")
     attrs = (array(kernel), array(strides), array(padding), array(dilations),
-             flag(b.scalar(op.operands[5])))
+             make_bool(b.scalar(op.operands[5])))
     x = b.tensor(op.operands[0])
     if len(op.results) == 1:
         return MaxPoolOp(x, *attrs, b.result_type()).result
@@ -141,7 +132,7 @@ def avg_pool(d: int, op: ir.OpView, b: Builder) -> ir.Value:
     """aten.avg_pool{d}d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
     divisor_override?) (avg_pool1d has no divisor_override)."""
     kernel, strides, padding = pool_attrs(b, op, d)
-    ceil_mode, include_pad = (flag(b.scalar(v)) for v in op.operands[4:6])
+    ceil_mode, include_pad = (make_bool(b.scalar(v)) for v in op.operands[4:6])
     divisor = b.scalar(op.operands[6]) if len(op.operands) > 6 else None
     if divisor is not None and divisor < 1:
         raise Unsupported(f"divisor_override {divisor} must be positive")

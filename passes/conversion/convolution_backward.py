@@ -32,9 +32,10 @@ from poptorch.dialects.convolution_backward import (
     ConvWeightGradOp,
     MaxPoolGradOp,
 )
+from poptorch.dialects.ipu import i64, make_bool
 
 from .common import Builder, Patterns, Unsupported, builtin_type
-from .convolution import array, flag, i64, per_dim
+from .convolution import array, per_dim
 from .elementwise import operand
 from .reduction import reduce
 
@@ -140,7 +141,7 @@ def max_pool_backward(d: int, op: ir.OpView, b: Builder) -> ir.Value:
     padding, dilation, ceil_mode, indices)."""
     kernel, strides, padding = window_attrs(b, op, d)
     dilations = per_dim(b, op.operands[5], d, "dilation")
-    ceil_mode = flag(b.scalar(op.operands[6]))
+    ceil_mode = make_bool(b.scalar(op.operands[6]))
     return MaxPoolGradOp(b.tensor(op.operands[0]), b.tensor(op.operands[7]), array(kernel),
                          array(strides), array(padding), array(dilations), ceil_mode,
                          b.result_type()).result
@@ -150,7 +151,7 @@ def avg_pool_backward(d: int, op: ir.OpView, b: Builder) -> ir.Value:
     """aten.avg_pool{d}d_backward(grad_output, input, kernel_size, stride, padding,
     ceil_mode, count_include_pad, divisor_override?)."""
     kernel, strides, padding = window_attrs(b, op, d)
-    ceil_mode, include_pad = (flag(b.scalar(v)) for v in op.operands[5:7])
+    ceil_mode, include_pad = (make_bool(b.scalar(v)) for v in op.operands[5:7])
     divisor = b.scalar(op.operands[7])
     if divisor is not None and divisor < 1:
         raise Unsupported(f"divisor_override {divisor} must be positive")

@@ -8,6 +8,7 @@ from functools import partial
 from torch_mlir import ir
 
 from poptorch.dialects.data_movement import BroadcastOp, ConcatOp, PermuteOp, ReshapeOp, SliceOp
+from poptorch.dialects.ipu import i64
 
 from .common import Builder, Patterns, Unsupported
 
@@ -98,7 +99,7 @@ def cat(op: ir.OpView, b: Builder) -> ir.Value:
     for part in parts[1:]:
         shape = list(result.type.shape)
         shape[dim] += part.type.shape[dim]
-        result = ConcatOp(result, part, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim),
+        result = ConcatOp(result, part, i64(dim),
                           ir.RankedTensorType.get(shape, out.element_type)).result
     return result
 

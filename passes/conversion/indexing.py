@@ -34,6 +34,7 @@ from poptorch.dialects.indexing import (
     SliceUpdateOp,
     SortOp,
 )
+from poptorch.dialects.ipu import i64, make_bool
 
 from .common import Builder, Patterns, Unsupported, builtin_type
 
@@ -41,16 +42,6 @@ BAG_MODES = ("sum", "mean", "max")  # aten.embedding_bag's integer mode
 # scatter_reduce.two's reduce -> ipu.scatter's reduction; scatter.reduce's spelling too
 REDUCTIONS = {"sum": "sum", "prod": "prod", "amax": "amax", "amin": "amin", "mean": "mean",
               "add": "sum", "multiply": "prod"}
-
-
-def _i64(value: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
-
-
-def _flag(value: bool) -> ir.IntegerAttr:
-    """A bool attribute (`true`/`false`) as an i1 IntegerAttr: the op builders drop a
-    falsy BoolAttr as if it were missing."""
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(1), int(bool(value)))
 
 
 def _tensor_type(shape: list[int], like: ir.Value) -> ir.RankedTensorType:
@@ -115,7 +106,7 @@ def stack_indices(b: Builder, values: list[ir.Value], shape: list[int],
         parts.append(_reshape(t, [*shape, 1]))
     stacked = parts[0]
     for count, part in enumerate(parts[1:], start=2):
-        stacked = ConcatOp(stacked, part, _i64(len(shape)),
+        stacked = ConcatOp(stacked, part, i64(len(shape)),
                            ir.RankedTensorType.get([*shape, count], element)).result
     return stacked
 
@@ -124,14 +115,14 @@ def gather(op: ir.OpView, b: Builder) -> ir.Value:
     """aten.gather(x, dim, index, sparse_grad)."""
     out, dim = b.result_type(), _dim(b, op.operands[1], _operand_type(op, 0).rank)
     x, index = b.tensor(op.operands[0]), b.tensor(op.operands[2])
-    return GatherOp(x, index, _i64(dim), out).result
+    return GatherOp(x, index, i64(dim), out).result
 
 
 def index_select(op: ir.OpView, b: Builder) -> ir.Value:
     """aten.index_select(x, dim, index); a 0-d index selects a size-1 slice."""
     out, dim = b.result_type(), _dim(b, op.operands[1], _operand_type(op, 0).rank)
     x, index = b.tensor(op.operands[0]), b.tensor(op.operands[2])
-    return IndexSelectOp(x, _reshape(index, list(index.type.shape) or [1]), _i64(dim),
+    return IndexSelectOp(x, _reshape(index, list(index.type.shape) or [1]), i64(dim),
                          out).result
 
 
@@ -140,7 +131,7 @@ def embedding(op: ir.OpView, b: Builder) -> ir.Value:
     changes the gradient)."""
     out = b.result_type()
     weight, indices = b.tensor(op.operands[0]), b.tensor(op.operands[1])
-    return IndexSelectOp(weight, indices, _i64(0), out).result
+    return IndexSelectOp(weight, indices, i64(0), out).result
 
 
 def index(op: ir.OpView, b: Builder) -> ir.Value:
@@ -152,13 +143,13 @@ def index(op: ir.OpView, b: Builder) -> ir.Value:
     values, shape, element = _index_list(op.operands[1])
     x = b.tensor(op.operands[0])
     if len(values) == 1:
-        return IndexSelectOp(x, b.tensor(values[0]), _i64(0), out).result
+        return IndexSelectOp(x, b.tensor(values[0]), i64(0), out).result
     return IndexOp(x, stack_indices(b, values, shape, element), out).result
 
 
 def index_put(op: ir.OpView, b: Builder) -> ir.Value:
     """aten.index_put.hacked_twin(x, [i0, ...], values, accumulate)."""
-    out, accumulate = b.result_type(), _flag(b.scalar(op.operands[3]))
+    out, accumulate = b.result_type(), make_bool(b.scalar(op.operands[3]))
     values, shape, element = _index_list(op.operands[1])
     x = b.tensor(op.operands[0])
     indices = stack_indices(b, values, shape, element)
@@ -187,16 +178,16 @@ def scatter(kind: str, op: ir.OpView, b: Builder) -> ir.Value:
         for d, size in enumerate(index.type.shape):  # torch reads only index's box of src
             if src.type.shape[d] != size:
                 src = slice_along(src, d, 0, size)
-    return ScatterOp(x, index, src, _i64(dim), ir.StringAttr.get(reduction),
-                     _flag(include_self), out).result
+    return ScatterOp(x, index, src, i64(dim), ir.StringAttr.get(reduction),
+                     make_bool(include_self), out).result
 
 
 def sort(op: ir.OpView, b: Builder) -> tuple[ir.Value, ir.Value]:
     """aten.sort(x, dim, descending): values and int64 indices (always stable)."""
     values_type, indices_type = b.result_type(0), b.result_type(1)
     dim = _dim(b, op.operands[1], values_type.rank)
-    descending = _flag(b.scalar(op.operands[2]))
-    sorted_ = SortOp(b.tensor(op.operands[0]), _i64(dim), descending, values_type,
+    descending = make_bool(b.scalar(op.operands[2]))
+    sorted_ = SortOp(b.tensor(op.operands[0]), i64(dim), descending, values_type,
                      indices_type)
     return sorted_.values, sorted_.indices
 
@@ -206,8 +197,8 @@ def topk(op: ir.OpView, b: Builder) -> tuple[ir.Value, ir.Value]:
     t = _operand_type(op, 0)
     indices_type = ir.RankedTensorType.get(t.shape, b.result_type(1).element_type)
     k, dim = b.scalar(op.operands[1]), _dim(b, op.operands[2], t.rank)
-    largest = _flag(b.scalar(op.operands[3]))
-    sorted_ = SortOp(b.tensor(op.operands[0]), _i64(dim), largest, t, indices_type)
+    largest = make_bool(b.scalar(op.operands[3]))
+    sorted_ = SortOp(b.tensor(op.operands[0]), i64(dim), largest, t, indices_type)
     return slice_along(sorted_.values, dim, 0, k), slice_along(sorted_.indices, dim, 0, k)
 
 
@@ -226,7 +217,7 @@ def _roll_dim(x: ir.Value, shift: int, dim: int) -> ir.Value:
         return x
     tail = slice_along(x, dim, size - shift, size)
     head = slice_along(x, dim, 0, size - shift)
-    return ConcatOp(tail, head, _i64(dim), x.type).result
+    return ConcatOp(tail, head, i64(dim), x.type).result
 
 
 def roll(op: ir.OpView, b: Builder) -> ir.Value:
@@ -246,8 +237,8 @@ def diagonal(op: ir.OpView, b: Builder) -> ir.Value:
     """aten.diagonal(x, offset, dim1, dim2)."""
     out, rank = b.result_type(), _operand_type(op, 0).rank
     offset, dim1, dim2 = (b.scalar(v) for v in op.operands[1:4])
-    return DiagonalOp(b.tensor(op.operands[0]), _i64(offset), _i64(dim1 % rank),
-                      _i64(dim2 % rank), out).result
+    return DiagonalOp(b.tensor(op.operands[0]), i64(offset), i64(dim1 % rank),
+                      i64(dim2 % rank), out).result
 
 
 def _slice_update(op: ir.OpView, b: Builder, dim: int, start: int, end: int,
@@ -294,7 +285,7 @@ def embedding_bag(op: ir.OpView, b: Builder) -> list[ir.Value]:
         raise Unsupported("embedding_bag's offset2bag, bag_size and max_indices results")
     out, unused = b.result_type(0), [b.result_type(i) for i in range(1, 4)]
     mode = BAG_MODES[b.scalar(op.operands[4])]
-    last, padding = _flag(b.scalar(op.operands[7])), b.scalar(op.operands[8])
+    last, padding = make_bool(b.scalar(op.operands[7])), b.scalar(op.operands[8])
     padding = -1 if padding is None or padding < 0 else padding
     weight, indices = b.tensor(op.operands[0]), b.tensor(op.operands[1])
     offsets = b.tensor(op.operands[2])
@@ -302,7 +293,7 @@ def embedding_bag(op: ir.OpView, b: Builder) -> list[ir.Value]:
         weight, indices = _weighted_rows(b, weight, indices, b.tensor(op.operands[6]), padding)
         padding = -1
     output = EmbeddingBagOp(weight, indices, offsets, ir.StringAttr.get(mode), last,
-                            _i64(padding), out).result
+                            i64(padding), out).result
     return [output, *(_placeholder(b, t) for t in unused)]
 
 
@@ -322,7 +313,7 @@ def _weighted_rows(b: Builder, weight: ir.Value, indices: ir.Value, scale: ir.Va
     """The rows of `weight` at `indices` times per-sample weights (0 at padding_idx), and
     indices 0..n-1 that pick them in order."""
     count, width = indices.type.shape[0], weight.type.shape[1]
-    rows = IndexSelectOp(weight, indices, _i64(0), _tensor_type([count, width], weight)).result
+    rows = IndexSelectOp(weight, indices, i64(0), _tensor_type([count, width], weight)).result
     scale = _reshape(b.cast(scale, weight.type.element_type), [count, 1])
     if padding >= 0:
         pad = b.constant(padding, indices.type.element_type)

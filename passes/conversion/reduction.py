@@ -21,13 +21,13 @@ from torch_mlir import ir
 
 from poptorch.dialects.data_movement import ReshapeOp
 from poptorch.dialects.elementwise import BINARY_OPS, COMPARE_OPS, UNARY_OPS, SelectOp
+from poptorch.dialects.ipu import i64, make_bool
 from poptorch.dialects.reduction import (
     ArgMaxOp,
     ArgMinOp,
     CumprodOp,
     CumsumOp,
     ReduceOp,
-    make_bool,
     reduced_shape,
 )
 
@@ -45,10 +45,6 @@ REDUCTIONS = {
     "all": ("all", None, None), "all.dim": ("all", 1, 2),
 }
 ARG_OPS = {"max": ArgMaxOp, "min": ArgMinOp}
-
-
-def _i64(value: int) -> ir.IntegerAttr:
-    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
 
 
 def rank_of(value: ir.Value) -> int:
@@ -102,10 +98,10 @@ def arg_index(kind: str, x: ir.Value, dim: int | None, keepdim: bool,
     make = ARG_OPS[kind]
     if dim is None or x.type.rank == 0:
         flat = _reshape(x, [math.prod(x.type.shape)])
-        index = make(flat, _i64(0), make_bool(False),
+        index = make(flat, i64(0), make_bool(False),
                      ir.RankedTensorType.get([], out.element_type)).result
         return _reshape(index, list(out.shape))
-    return make(x, _i64(dim), make_bool(keepdim), out).result
+    return make(x, i64(dim), make_bool(keepdim), out).result
 
 
 def arg_reduction(kind: str, op: ir.OpView, b: Builder) -> ir.Value:
@@ -132,7 +128,7 @@ def scan(make: type, op: ir.OpView, b: Builder) -> ir.Value:
     x = b.cast(b.tensor(op.operands[0]), out.element_type)
     if out.rank == 0:
         return x
-    return make(x, _i64(dim % out.rank), out).result
+    return make(x, i64(dim % out.rank), out).result
 
 
 def vector_norm(x: ir.Value, order: float, dims: list[int], keepdim: bool, b: Builder) -> ir.Value:

@@ -92,7 +92,7 @@ func.func @index_put$values_shape(%x: tensor<4x5xf32>, %i: tensor<3x1xi32>, %v: 
 // -----
 
 func.func @index_put$accumulate_not_bool(%x: tensor<4x5xf32>, %i: tensor<3x1xi32>, %v: tensor<5xf32>) -> tensor<4x5xf32> {
-  // expected-error @+1 {{'ipu.index_put' op attribute 'accumulate' must be a bool, got 1 : i64}}
+  // expected-error @+1 {{'ipu.index_put' op attribute 'accumulate' must be true or false, got 1 : i64}}
   %0 = "ipu.index_put"(%x, %i, %v) {accumulate = 1 : i64} : (tensor<4x5xf32>, tensor<3x1xi32>, tensor<5xf32>) -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
@@ -140,7 +140,7 @@ func.func @scatter$index_too_big(%x: tensor<4x5xf32>, %i: tensor<6x2xi32>, %s: t
 // -----
 
 func.func @scatter$include_self_not_bool(%x: tensor<4x5xf32>, %i: tensor<4x2xi32>, %s: tensor<4x2xf32>) -> tensor<4x5xf32> {
-  // expected-error @+1 {{'ipu.scatter' op attribute 'include_self' must be a bool, got "yes"}}
+  // expected-error @+1 {{'ipu.scatter' op attribute 'include_self' must be true or false, got "yes"}}
   %0 = "ipu.scatter"(%x, %i, %s) {dim = 1 : i64, include_self = "yes", reduction = "sum"} : (tensor<4x5xf32>, tensor<4x2xi32>, tensor<4x2xf32>) -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
