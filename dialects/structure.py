@@ -125,6 +125,39 @@ class AllReduceOp(Ipu.Operation, name="all_reduce"):
     verify_invariants = verified(_check_all_reduce)
 
 
+def _check_remote(op: "RemoteLoadOp | RemoteStoreOp") -> None:
+    """Streaming-memory transfers name the IPU they load onto or store from."""
+    int_attr(op, "ipu")
+    if isinstance(op, RemoteLoadOp) and op.input.type != op.output.type:
+        raise VerifyError(f"result type {op.output.type} differs from input type {op.input.type}")
+
+
+class RemoteStoreOp(Ipu.Operation, name="remote_store"):
+    """Phased execution: write a tensor from an IPU to streaming memory (Liveness).
+
+    `"ipu.remote_store"(%x) {ipu = 0 : i64} : (tensor<4xf32>) -> ()`
+    """
+
+    input: Operand[ir.RankedTensorType]
+    ipu: ir.IntegerAttr
+
+    verify_invariants = verified(_check_remote)
+
+
+class RemoteLoadOp(Ipu.Operation, name="remote_load"):
+    """Phased execution: bring a tensor from streaming memory onto an IPU. Its operand is
+    the value as it was stored (or a weight, which lives in streaming memory).
+
+    `%y = "ipu.remote_load"(%x) {ipu = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>`
+    """
+
+    input: Operand[ir.RankedTensorType]
+    ipu: ir.IntegerAttr
+    output: Result[ir.RankedTensorType] = result()
+
+    verify_invariants = verified(_check_remote)
+
+
 def _check_identity(op: "NopOp | PrintOp") -> None:
     """The result is the operand, unchanged."""
     if op.input.type != op.output.type:

@@ -1,4 +1,4 @@
-"""NumPy kernels of the structural ops that compute: nop and print."""
+"""NumPy kernels of the structural ops: nop, print, streaming-memory transfers, all_reduce."""
 
 from __future__ import annotations
 
@@ -10,6 +10,22 @@ from . import kernel, with_ranks
 @kernel("ipu.nop")
 def nop(x):
     return x
+
+
+def _no_static(op):
+    return {}
+
+
+@kernel("ipu.copy", "ipu.remote_load", static=_no_static)
+def transfer(x):
+    """IPU-Link copies and streaming-memory loads move a value unchanged; the machine
+    model (runtime/timeline.py) charges their time."""
+    return x
+
+
+@kernel("ipu.remote_store", static=_no_static)
+def remote_store(x):
+    """A store has no result; the machine model charges its time."""
 
 
 @kernel("ipu.print", static=with_ranks)

@@ -578,3 +578,19 @@ func.func private @stage_attr$string_id() attributes {ipu.stage = #ipu.stage<"a"
 
 // expected-error @+1 {{expected 2 type arguments, but had 1}}
 func.func private @stage_attr$one_id() attributes {ipu.stage = #ipu.stage<0 : i64>}
+
+// -----
+
+func.func @remote_load$type_change(%x: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'ipu.remote_load' op result type tensor<2xf32> differs from input type tensor<4xf32>}}
+  %0 = "ipu.remote_load"(%x) {ipu = 1 : i64} : (tensor<4xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @remote_store$negative_ipu(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'ipu.remote_store' op attribute 'ipu' must be >= 0, got -1}}
+  "ipu.remote_store"(%x) {ipu = -1 : i64} : (tensor<4xf32>) -> ()
+  return
+}

@@ -214,3 +214,15 @@ func.func @matmul$dynamic(%a: tensor<?x?x3xf32>, %b: tensor<?x4xf32>) -> tensor<
   %0 = "ipu.matmul"(%a, %b) : (tensor<?x?x3xf32>, tensor<?x4xf32>) -> tensor<?x?x4xf32>
   return %0 : tensor<?x?x4xf32>
 }
+
+// -----
+
+// Streaming-memory transfers of phased execution.
+// CHECK-LABEL: func.func @remote
+// CHECK:         "ipu.remote_store"(%arg0) {ipu = 0 : i64} : (tensor<4xf32>) -> ()
+// CHECK:         "ipu.remote_load"(%arg0) {ipu = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+func.func @remote(%x: tensor<4xf32>) -> tensor<4xf32> {
+  "ipu.remote_store"(%x) {ipu = 0 : i64} : (tensor<4xf32>) -> ()
+  %0 = "ipu.remote_load"(%x) {ipu = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
