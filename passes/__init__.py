@@ -10,6 +10,10 @@ from . import (
     convert_poptorch_ops,
     convert_torch_to_ipu,
     import_annotations,
+    insert_copies,
+    outline_stages,
+    schedule,
+    schedule_phases,
     simplify,
 )
 from .pipeline import PipelineError, build_pass_manager, parse_pipeline
@@ -39,6 +43,10 @@ __all__ = [
     "convert_poptorch_ops",
     "convert_torch_to_ipu",
     "import_annotations",
+    "insert_copies",
+    "outline_stages",
+    "schedule",
+    "schedule_phases",
     "parse_pipeline",
     "register",
     "simplify",

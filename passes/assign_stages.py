@@ -14,6 +14,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from poptorch.dialects import stage_attr
+from poptorch.dialects.ipu import i64
 
 from .registry import Option, Pass, register
 
@@ -44,6 +45,12 @@ class AssignStages(Pass):
         Option("auto-stage", str, "same-as-ipu",
                "Without stages: same-as-ipu or auto-increment (poptorch.AutoStage)"),
         Option("pipelined", bool, True, "Check that stage ids ascend (PipelinedExecution)"),
+        Option("auto-round-num-ipus", bool, False,
+               "Allow a number of IPUs that is not a power of two (autoRoundNumIPUs)"),
+        Option("phase-ipus", str, "", "The IPUs of each Phase as phase=ipu/ipu,... "
+                                      "(Phase.ipus), checked against its stages"),
+        Option("parallel-phased", bool, False,
+               "Check ParallelPhasedExecution's rule: even phases on even IPUs"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -51,14 +58,46 @@ class AssignStages(Pass):
         if not any(block for _, block in annotated):
             return
         for op, block in annotated:
-            if block is None and not op.name.startswith(NEUTRAL):
+            if (block is None and not op.name.startswith(NEUTRAL)
+                    and "ipu.backward" not in op.attributes):
                 raise self.error(op, f"'{op.name}' is outside every Block; once a model uses "
                                      "blocks, put every layer inside a poptorch.Block or "
                                      "after a poptorch.BeginBlock")
+        self.phases: dict[str, int] = {}
         placement = self._placement([(op, b) for op, b in annotated if b is not None])
-        for op, block in annotated:
-            if block is not None:
-                op.attributes["ipu.stage"] = stage_attr(*placement[block[0]])
+        self._check_ipus(module, placement)
+        keys = {op: block[0] for op, block in annotated if block is not None}
+        _inherit_backward([op for op, block in annotated if block is None
+                           and "ipu.backward" in op.attributes], keys)
+        for op, key in keys.items():
+            op.attributes["ipu.stage"] = stage_attr(*placement[key])
+            if key in self.phases:
+                op.attributes["ipu.phase"] = i64(self.phases[key])
+
+    def _check_ipus(self, module: ir.Operation, placement) -> None:
+        """Power-of-two IPU counts and the phased strategies' rules."""
+        used = max(ipu for _, ipu in placement.values()) + 1
+        if used & (used - 1) and not self.auto_round_num_ipus:
+            raise self.error(module, f"the model uses {used} IPUs, which is not a power of "
+                                     f"2; IPUs are reserved in powers of 2: place the blocks "
+                                     f"on {1 << used.bit_length()} IPUs or set "
+                                     "Options.autoRoundNumIPUs(True)")
+        stages_of: dict[int, set[int]] = {}
+        for key, phase in self.phases.items():
+            stages_of.setdefault(phase, set()).add(placement[key][0])
+            ipu = placement[key][1]
+            if self.parallel_phased and phase % 2 != ipu % 2:
+                parity = "even" if phase % 2 == 0 else "odd"
+                raise self.error(module, f"ParallelPhasedExecution runs {parity} phases on "
+                                         f"{parity} IPUs, but block '{key}' of phase {phase} "
+                                         f"is on IPU {ipu}; move it to an {parity} IPU")
+        for item in filter(None, self.phase_ipus.split(",")):
+            phase, _, ipus = item.partition("=")
+            count, stages = len(ipus.split("/")), len(stages_of.get(int(phase), ()))
+            if count != stages:
+                raise self.error(module, f"phase {phase} has {stages} stages but its ipus() "
+                                         f"lists {count} IPUs; give one IPU per stage of the "
+                                         "Phase")
 
     def _placement(self, annotated) -> dict[str, tuple[int, int]]:
         """block key -> (stage, ipu), checked."""
@@ -95,7 +134,10 @@ class AssignStages(Pass):
         placement = {}
         for item in self.stages.split(","):
             name, _, where = item.partition("=")
-            stage, _, ipu = where.partition(":")
+            stage, _, where = where.partition(":")
+            ipu, _, phase = where.partition(":")
+            if phase:
+                self.phases[name] = int(phase)
             if name not in first_op:
                 raise self.error(first_op[order[0]],
                                  f"a Stage names block '{name}', which does not exist; the "
@@ -113,3 +155,23 @@ class AssignStages(Pass):
         if str(ipu).isdigit():
             return int(ipu)
         raise self.error(op, f"ipu_id '{ipu}' is not an IPU number")
+
+
+def _inherit_backward(ops: list[ir.Operation], keys: dict[ir.Operation, str]) -> None:
+    """Give unannotated backward ops the block of an op they feed, or else of one
+    feeding them, until every one has a block (or none can get one)."""
+    todo = list(ops)
+    while todo:
+        left = []
+        for op in todo:
+            users = [use.owner.operation for r in op.results for use in r.uses]
+            producers = [v.owner.operation for v in op.operands
+                         if isinstance(v.owner, ir.Operation | ir.OpView)]
+            key = next((keys[n] for n in users + producers if n in keys), None)
+            if key is None:
+                left.append(op)
+            else:
+                keys[op] = key
+        if len(left) == len(todo):
+            return
+        todo = left

@@ -27,7 +27,11 @@ _LAZY = {
         "OutputMode", "CommGroupType", "DataLoaderMode", "VariableRetrievalMode",
         "SharingStrategy", "ConnectionType", "SyncPattern", "ReductionType",
         "MeanReductionStrategy", "HalfFloatCastingBehavior", "OverlapMode",
-        "MatMulSerializationMode", "Liveness", "AutoStage", "MultiConvPlanType")},
+        "MatMulSerializationMode", "Liveness", "AutoStage", "MultiConvPlanType",
+        "PipelineSchedule")},
+    **{name: "._strategies" for name in (
+        "Stage", "Phase", "PipelinedExecution", "ShardedExecution", "SerialPhasedExecution",
+        "ParallelPhasedExecution")},
     "Block": "._annotations",
     "BeginBlock": "._annotations",
     "BlockFunction": "._annotations",

@@ -21,6 +21,7 @@ from torch_mlir import ir
 from poptorch.dialects import make_context
 from poptorch.passes import build_pass_manager, parse_pipeline
 from poptorch.runtime.jit import Program, compile_module
+from poptorch.runtime.timeline import Timeline, simulate
 
 from . import _frontend
 from .errors import Error
@@ -54,6 +55,7 @@ class Compiled:
     program: Program
     module_text: str
     timings: dict[str, float] = field(default_factory=dict)
+    timeline: Timeline | None = None  # one call's simulated run on the machine model
 
 
 def frames(loc: ir.Location) -> list[ir.FileLineColLoc]:
@@ -95,11 +97,12 @@ def _dump(module: ir.Module, directory: str, index: int, step: str) -> str:
 
 
 def lower(module: ir.Module, context: ir.Context, dump_dir: str | None,
-          timings: dict[str, float]) -> None:
-    """Run PIPELINE on `module` in place, dumping and timing each step."""
+          timings: dict[str, float], multi_ipu: tuple[str, ...] = ()) -> None:
+    """Run PIPELINE, then the multi-IPU steps of the execution strategy, on `module` in
+    place, dumping and timing each step."""
     if dump_dir:
         _dump(module, dump_dir, 0, "import")
-    for index, step in enumerate(PIPELINE, start=1):
+    for index, step in enumerate(PIPELINE + tuple(multi_ipu), start=1):
         before = module.operation.get_asm(enable_debug_info=True)
         start = time.perf_counter()
         try:
@@ -128,21 +131,26 @@ def _pipeline_error(err: ir.MLIRError, before: str, step: str) -> Error:
 
 
 def compile_captured(captured, dump_dir: str | None = None,
-                     module_namescope: bool = True) -> Compiled:
+                     module_namescope: bool = True, multi_ipu: tuple[str, ...] = (),
+                     steps: int = 1) -> Compiled:
     """Import, lower and JIT-compile a captured model (anything with a `graph_module`:
-    an inference `_frontend.Captured` or a training `_training.TrainingCaptured`)."""
+    an inference `_frontend.Captured` or a training `_training.TrainingCaptured`).
+
+    `multi_ipu` are the execution strategy's pipeline steps; the machine model simulates
+    `steps` back-to-back runs of the schedule they build (one call of the model)."""
     timings: dict[str, float] = {}
     context = make_context()
     with context, ir.Location.unknown():
         start = time.perf_counter()
         module = _frontend.import_to_mlir(captured.graph_module, context, module_namescope)
         timings["import"] = time.perf_counter() - start
-        lower(module, context, dump_dir, timings)
+        lower(module, context, dump_dir, timings, multi_ipu)
         start = time.perf_counter()
         program = compile_module(module)
         timings["jit"] = time.perf_counter() - start
         text = module.operation.get_asm(enable_debug_info=True)
+        timeline = simulate(module, steps)
     if dump_dir:
         with open(os.path.join(dump_dir, "program.py"), "w", encoding="utf-8") as f:
             f.write(program.source)
-    return Compiled(captured, program, text, timings)
+    return Compiled(captured, program, text, timings, timeline)

@@ -104,6 +104,9 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
         except Exception as err:  # noqa: BLE001 - torch's reason, re-raised for the user
             raise Error(f"could not capture the training graph: {err}", type="capture") from err
     gm = joint.graph_module
+    for node in gm.graph.nodes:  # backward ops run in backward pipeline stages
+        if node.meta.get("partitioner_tag") == "is_backward":
+            node.meta["custom"] = {**(node.meta.get("custom") or {}), "ipu.backward": True}
     arguments = [_argument(node.meta["desc"]) for node in gm.graph.nodes
                  if node.op == "placeholder"]
     output = next(node for node in gm.graph.nodes if node.op == "output")

@@ -149,3 +149,15 @@ class MultiConvPlanType(enum.IntEnum):
 
     Parallel = 0
     Serial = 1
+
+
+class PipelineSchedule(enum.IntEnum):
+    """Beyond PopTorch: the training schedule of PipelinedExecution.
+
+    FillMainFlush (the default, the spec's behaviour) runs the forward of every
+    micro-batch of an accumulation step, then their backward, so that every micro-batch
+    is stashed at once; OneForwardOneBackward interleaves them, with at most as many
+    micro-batches in flight as there are pipeline stages."""
+
+    FillMainFlush = 0
+    OneForwardOneBackward = 1

@@ -236,7 +236,9 @@ class Options(OptionsGroup):
 
     def setExecutionStrategy(self, strategy: Any) -> Options:  # noqa: N802
         """Partition the graph with this execution strategy."""
-        if not any(cls.__name__ in _STRATEGIES for cls in type(strategy).__mro__):
+        from ._strategies import _Strategy
+
+        if not isinstance(strategy, _Strategy):
             raise Error(f"setExecutionStrategy: strategy must be an instance of "
                         f"poptorch.{', poptorch.'.join(_STRATEGIES)}, got {strategy!r}",
                         type="options")

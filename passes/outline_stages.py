@@ -1,0 +1,202 @@
+"""ipu-outline-stages: each stage's ops move into a `func.func` that the function calls.
+
+After ipu-assign-stages every computing op carries `ipu.stage = #ipu.stage<s, i>`. This
+pass groups a function's ops by stage and IPU, moves each group into
+`func.func private @<fn>_stage<s>` tagged with the same attribute, and replaces it with
+one `func.call` carrying the tag, so that later passes (copies between IPUs, the
+schedules) and the machine model see stages as units.
+
+In training (ops tagged `ipu.backward` by the frontend), backward ops run in their own
+stages on the same IPU as their forward ops: the backward of forward stage s is
+pipeline stage 2*L - s, L being the last forward stage, so the last forward stage and
+the first backward stage are one fused stage (spec 4.4.2, Fig. 4.2); with
+`separate-backward` it is 2*L + 1 - s and no stage is fused. Stage calls and
+functions then carry `ipu.kind = "forward" | "backward" | "forward_backward"`.
+
+Calls are emitted in ascending stage order. A value flowing from a later stage into an
+earlier one cannot be scheduled: that is an error naming the two stages (the spec's
+example of blocks "1" and "2" placed on IPUs 1 and 0 with AutoStage.SameAsIpu).
+Constants used by a stage are cloned into it rather than passed in.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from poptorch.dialects import stage_attr
+
+from .registry import Option, Pass, register
+from .stages import functions, placement, str_attribute, symbol
+
+# ops cloned into every stage that uses them rather than passed between stages
+CLONED = ("ipu.constant", "ipu.iota", "torch.constant.", "arith.constant")
+
+
+def _backward_ops(ops: list[ir.Operation]) -> set[ir.Operation]:
+    """Ops of the backward pass: tagged `ipu.backward` and not feeding a forward op (CSE
+    may merge a forward op with a backward one; the merged op is forward)."""
+    body = set(ops)
+    backward = {op for op in ops if "ipu.backward" in op.attributes}
+    changed = True
+    while changed:
+        changed = False
+        for op in list(backward):
+            users = {use.owner.operation for r in op.results for use in r.uses}
+            if any(u in body and u not in backward and placement(u) is not None
+                   for u in users):
+                backward.discard(op)
+                changed = True
+    return backward
+
+
+@register
+class OutlineStages(Pass):
+    argument = "ipu-outline-stages"
+    description = "Move each stage's ops into a func.func called with func.call"
+    options = (
+        Option("separate-backward", bool, False,
+               "Keep the last forward stage and the first backward stage apart (phased "
+               "execution with useSeparateBackwardPhase)"),
+    )
+
+    def run(self, module: ir.Operation) -> None:
+        self.module = module
+        for func in functions(module):
+            if "ipu.stage" in func.attributes:
+                continue  # already a stage
+            ops = [op.operation for op in func.regions[0].blocks[0].operations]
+            if any(placement(op) is not None for op in ops):
+                self._outline(func, ops)
+
+    def _outline(self, func: ir.Operation, ops: list[ir.Operation]) -> None:
+        body, terminator = ops[:-1], ops[-1]
+        backward = _backward_ops(body)
+        forward_stages = [placement(op)[0] for op in body
+                          if placement(op) is not None and op not in backward]
+        last = max(forward_stages, default=0)
+        groups: dict[tuple[int, int], list[ir.Operation]] = {}
+        kinds: dict[tuple[int, int], set[str]] = {}
+        group_of: dict[ir.Operation, tuple[int, int]] = {}
+        for op in body:
+            where = placement(op)
+            if where is None:
+                if op.name.startswith(CLONED):
+                    continue
+                raise self.error(op, f"'{op.name}' has no ipu.stage while other ops of "
+                                     f"@{symbol(func)} have one; run ipu-assign-stages first")
+            stage, ipu = where
+            if op in backward:
+                stage = 2 * last + self.separate_backward - stage
+            key = (stage, ipu)
+            groups.setdefault(key, []).append(op)
+            kinds.setdefault(key, set()).add("backward" if op in backward else "forward")
+            group_of[op] = key
+        order = sorted(groups)
+        self._check_order(order, groups, group_of)
+        for op in body:  # the function carries the stage from here on
+            if "ipu.stage" in op.attributes:
+                del op.attributes["ipu.stage"]
+        training = bool(backward)
+        results: dict[ir.Value, ir.Value] = {}  # value of a stage -> result of its call
+        for key in order:
+            kind = "forward_backward" if len(kinds[key]) == 2 else next(iter(kinds[key]))
+            self._make_stage(func, terminator, key, groups[key], group_of, results,
+                             kind if training else None)
+        for op in reversed(body):  # constants now cloned into the stages
+            if op.name.startswith(CLONED) and all(not list(r.uses) for r in op.results):
+                op.erase()
+
+    def _check_order(self, order, groups, group_of) -> None:
+        rank = {key: n for n, key in enumerate(order)}
+        for key in order:
+            for op in groups[key]:
+                for value in op.operands:
+                    producer = _producer(value)
+                    if producer is None or producer not in group_of:
+                        continue
+                    source = group_of[producer]
+                    if rank[source] > rank[key]:
+                        block = str_attribute(op, "ipu.block", "?")
+                        raise self.error(
+                            op, f"'{op.name}' in stage {key[0]} (block '{block}', IPU "
+                                f"{key[1]}) uses a value computed later, in stage {source[0]} "
+                                f"on IPU {source[1]}; stage ids must ascend in program "
+                                "order: give this block a later stage (for example with "
+                                "AutoStage.AutoIncrement)")
+
+    def _make_stage(self, func, terminator, key, group, group_of, results, kind) -> None:
+        members = set(group)
+        inputs: list[ir.Value] = []
+        cloned: list[ir.Operation] = []
+        for op in group:
+            for value in op.operands:
+                producer = _producer(value)
+                if producer is not None and producer in members:
+                    continue
+                if producer is not None and producer.name.startswith(CLONED):
+                    if producer not in cloned:
+                        cloned.append(producer)
+                elif value not in inputs:
+                    inputs.append(value)
+        outputs = [r for op in group for r in op.results
+                   if any(use.owner.operation not in members for use in r.uses)]
+        stage, ipu = key
+        name = f"{symbol(func)}_stage{stage}" + (f"_ipu{ipu}" if _shared(key, group_of) else "")
+        attrs = {"ipu.stage": stage_attr(stage, ipu)}
+        if kind is not None:
+            attrs["ipu.kind"] = ir.StringAttr.get(kind)
+        phase = next((op.attributes["ipu.phase"] for op in group
+                      if "ipu.phase" in op.attributes), None)
+        if phase is not None:
+            attrs["ipu.phase"] = phase
+        in_types = [v.type for v in inputs]
+        out_types = [v.type for v in outputs]
+        # the call, in main, just before the terminator
+        with ir.InsertionPoint(terminator), terminator.location:
+            call = ir.Operation.create(
+                "func.call", results=out_types,
+                operands=[results.get(v, v) for v in inputs],
+                attributes={"callee": ir.FlatSymbolRefAttr.get(name), **attrs})
+        # the function, after the caller
+        with ir.InsertionPoint(self.module.regions[0].blocks[0]), func.location:
+            fn_type = ir.FunctionType.get(in_types, out_types)
+            stage_fn = ir.Operation.create(
+                "func.func", regions=1,
+                attributes={"sym_name": ir.StringAttr.get(name),
+                            "function_type": ir.TypeAttr.get(fn_type),
+                            "sym_visibility": ir.StringAttr.get("private"), **attrs})
+        block = stage_fn.regions[0].blocks.append(
+            *in_types, arg_locs=[v.location if isinstance(v, ir.OpResult) else func.location
+                                 for v in inputs])
+        with ir.InsertionPoint(block):
+            clones = {}
+            for producer in cloned:
+                clone = producer.clone()
+                clones.update(zip(producer.results, clone.results, strict=True))
+            for op in group:
+                op.detach_from_parent()
+                ir.InsertionPoint(block).insert(op)
+            with terminator.location:
+                ir.Operation.create("func.return", operands=outputs)
+        replacements = dict(zip(inputs, block.arguments, strict=True)) | clones
+        for op in group:
+            for n, value in enumerate(op.operands):
+                if value in replacements:
+                    op.operands[n] = replacements[value]
+        for value, result in zip(outputs, call.results, strict=True):
+            results[value] = result
+            for use in list(value.uses):
+                owner = use.owner.operation
+                # moved ops get new Python wrappers (hashed apart): compare parents, by ==
+                if not owner.parent == stage_fn:
+                    owner.operands[use.operand_number] = result
+
+
+def _producer(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    return owner.operation if isinstance(owner, ir.Operation | ir.OpView) else None
+
+
+def _shared(key: tuple[int, int], group_of) -> bool:
+    """Whether another group has the same stage number on another IPU."""
+    return any(k[0] == key[0] and k != key for k in set(group_of.values()))

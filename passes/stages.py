@@ -1,0 +1,72 @@
+"""Reading the multi-IPU structure that ipu-assign-stages and ipu-outline-stages leave.
+
+Shared by the passes after outlining: a function's stage calls are the `func.call`s
+tagged `ipu.stage = #ipu.stage<stage, ipu>`, optionally `ipu.phase = p` and, in
+training, `ipu.kind = "forward" | "backward" | "forward_backward"`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch_mlir import ir
+
+from poptorch.dialects import StageAttr
+
+
+def placement(op: ir.Operation) -> tuple[int, int] | None:
+    """(stage, ipu) of an op tagged `ipu.stage`, or None."""
+    attrs = op.attributes
+    if "ipu.stage" not in attrs:
+        return None
+    attr = attrs["ipu.stage"]
+    if not isinstance(attr, StageAttr):
+        attr = StageAttr(attr)
+    return attr.stage.maybe_downcast().value, attr.ipu.maybe_downcast().value
+
+
+def int_attribute(op: ir.Operation, name: str, default: int | None = None) -> int | None:
+    return ir.IntegerAttr(op.attributes[name]).value if name in op.attributes else default
+
+
+def str_attribute(op: ir.Operation, name: str, default: str = "") -> str:
+    return ir.StringAttr(op.attributes[name]).value if name in op.attributes else default
+
+
+@dataclass
+class StageCall:
+    """One `func.call` of a stage, as the schedule passes see it."""
+
+    index: int  # position among the stage calls of the function
+    op: ir.Operation
+    stage: int
+    ipu: int
+    phase: int | None
+    kind: str  # forward, backward or forward_backward ("forward" in inference)
+
+    @property
+    def name(self) -> str:
+        return ir.FlatSymbolRefAttr(self.op.attributes["callee"]).value
+
+
+def stage_calls(func: ir.Operation) -> list[StageCall]:
+    """The stage calls of `func` in program order."""
+    calls = []
+    for op in func.regions[0].blocks[0].operations:
+        op = op.operation
+        where = placement(op) if op.name == "func.call" else None
+        if where is not None:
+            calls.append(StageCall(len(calls), op, where[0], where[1],
+                                   int_attribute(op, "ipu.phase"),
+                                   str_attribute(op, "ipu.kind", "forward")))
+    return calls
+
+
+def functions(module: ir.Operation) -> list[ir.Operation]:
+    """The functions of `module` that have a body."""
+    return [op.operation for op in module.regions[0].blocks[0].operations
+            if op.operation.name == "func.func" and op.regions[0].blocks]
+
+
+def symbol(op: ir.Operation) -> str:
+    return ir.StringAttr(op.attributes["sym_name"]).value
