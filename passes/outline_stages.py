@@ -13,9 +13,14 @@ the first backward stage are one fused stage (spec 4.4.2, Fig. 4.2); with
 `separate-backward` it is 2*L + 1 - s and no stage is fused. Stage calls and
 functions then carry `ipu.kind = "forward" | "backward" | "forward_backward"`.
 
-Calls are emitted in ascending stage order. A value flowing from a later stage into an
-earlier one cannot be scheduled: that is an error naming the two stages (the spec's
-example of blocks "1" and "2" placed on IPUs 1 and 0 with AutoStage.SameAsIpu).
+With `pipelined` (the default) calls are emitted in ascending stage order, one per
+stage. A value flowing from a later stage into an earlier one cannot be scheduled: that
+is an error naming the two stages (the spec's example of blocks "1" and "2" placed on
+IPUs 1 and 0 with AutoStage.SameAsIpu). Without it (phased and sharded execution),
+stages are emitted in program order and a stage whose ops need another stage's work in
+between is split into several calls (`@main_stage2`, `@main_stage2_1`): the spec's
+f-string ParallelPhasedExecution example has two stages of one phase feeding each
+other.
 Constants used by a stage are cloned into it rather than passed in.
 """
 
@@ -57,6 +62,10 @@ class OutlineStages(Pass):
         Option("separate-backward", bool, False,
                "Keep the last forward stage and the first backward stage apart (phased "
                "execution with useSeparateBackwardPhase)"),
+        Option("pipelined", bool, True,
+               "One call per stage, in ascending stage order (PipelinedExecution); off, a "
+               "stage is split into several calls where other stages' work must come "
+               "between its parts (phased and sharded execution)"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -74,9 +83,11 @@ class OutlineStages(Pass):
         forward_stages = [placement(op)[0] for op in body
                           if placement(op) is not None and op not in backward]
         last = max(forward_stages, default=0)
-        groups: dict[tuple[int, int], list[ir.Operation]] = {}
-        kinds: dict[tuple[int, int], set[str]] = {}
-        group_of: dict[ir.Operation, tuple[int, int]] = {}
+        groups: dict[tuple[int, int, int], list[ir.Operation]] = {}
+        kinds: dict[tuple[int, int, int], set[str]] = {}
+        group_of: dict[ir.Operation, tuple[int, int, int]] = {}
+        segments: list[tuple[int, int, int]] = []  # creation order (pipelined=false)
+        current: dict[tuple[int, int], tuple[int, int, int]] = {}
         for op in body:
             where = placement(op)
             if where is None:
@@ -87,11 +98,13 @@ class OutlineStages(Pass):
             stage, ipu = where
             if op in backward:
                 stage = 2 * last + self.separate_backward - stage
-            key = (stage, ipu)
+            key = (stage, ipu, 0)
+            if not self.pipelined:
+                key = self._segment(op, (stage, ipu), current, segments, group_of)
             groups.setdefault(key, []).append(op)
             kinds.setdefault(key, set()).add("backward" if op in backward else "forward")
             group_of[op] = key
-        order = sorted(groups)
+        order = sorted(groups) if self.pipelined else segments
         self._check_order(order, groups, group_of)
         for op in body:  # the function carries the stage from here on
             if "ipu.stage" in op.attributes:
@@ -105,6 +118,19 @@ class OutlineStages(Pass):
         for op in reversed(body):  # constants now cloned into the stages
             if op.name.startswith(CLONED) and all(not list(r.uses) for r in op.results):
                 op.erase()
+
+    @staticmethod
+    def _segment(op, where, current, segments, group_of) -> tuple[int, int, int]:
+        """The segment of its stage that `op` joins: the stage's latest one if that comes
+        after every segment `op` reads from, else a new one, last in the order."""
+        needed = max((segments.index(group_of[p]) for p in map(_producer, op.operands)
+                      if p is not None and p in group_of), default=-1)
+        key = current.get(where)
+        if key is None or segments.index(key) < needed:
+            key = (*where, 0 if key is None else key[2] + 1)
+            current[where] = key
+            segments.append(key)
+        return key
 
     def _check_order(self, order, groups, group_of) -> None:
         rank = {key: n for n, key in enumerate(order)}
@@ -140,8 +166,9 @@ class OutlineStages(Pass):
                     inputs.append(value)
         outputs = [r for op in group for r in op.results
                    if any(use.owner.operation not in members for use in r.uses)]
-        stage, ipu = key
-        name = f"{symbol(func)}_stage{stage}" + (f"_ipu{ipu}" if _shared(key, group_of) else "")
+        stage, ipu, segment = key
+        name = (f"{symbol(func)}_stage{stage}" + (f"_ipu{ipu}" if _shared(key, group_of) else "")
+                + (f"_{segment}" if segment else ""))
         attrs = {"ipu.stage": stage_attr(stage, ipu)}
         if kind is not None:
             attrs["ipu.kind"] = ir.StringAttr.get(kind)
@@ -199,4 +226,4 @@ def _producer(value: ir.Value) -> ir.Operation | None:
 
 def _shared(key: tuple[int, int], group_of) -> bool:
     """Whether another group has the same stage number on another IPU."""
-    return any(k[0] == key[0] and k != key for k in set(group_of.values()))
+    return any(k[0] == key[0] and k[1] != key[1] for k in set(group_of.values()))

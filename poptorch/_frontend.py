@@ -207,6 +207,15 @@ class AnnotatingNodeImporter(GraphNodeImporter):
     module_namescope = True
 
     def _import_torch_op_overload(self, loc, node, concrete_target=None):
+        return super()._import_torch_op_overload(self._annotated(loc, node), node,
+                                                 concrete_target)
+
+    def _import_getitem(self, loc, node):
+        # list unpacks (torch.split's pieces) become ops too: slices after decomposition
+        return super()._import_getitem(self._annotated(loc, node), node)
+
+    def _annotated(self, loc, node):
+        """`loc` carrying the node's annotations as fused-location metadata."""
         custom = node.meta.get("custom") or {}
         entries = {k: v for k, v in custom.items() if k.startswith(ANNOTATION_PREFIX)}
         stack = node.meta.get("nn_module_stack") or {}
@@ -219,7 +228,7 @@ class AnnotatingNodeImporter(GraphNodeImporter):
             metadata = ir.DictAttr.get({k: _attribute(v, self._c) for k, v in entries.items()},
                                        self._c)
             loc = ir.Location.fused([loc], metadata=metadata, context=self._c)
-        return super()._import_torch_op_overload(loc, node, concrete_target)
+        return loc
 
 
 def _attribute(value: Any, context: ir.Context) -> ir.Attribute:

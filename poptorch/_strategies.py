@@ -136,7 +136,7 @@ class _Strategy:
                                        **self._schedule_options()})]
 
     def _outline_options(self) -> dict[str, Any]:
-        return {}
+        return {} if self._pipelined else {"pipelined": False}
 
     def _phase_steps(self) -> list[str]:
         return []
@@ -234,7 +234,7 @@ class _PhasedExecution(_Strategy):
                 "parallel-phased": self._parallel}
 
     def _outline_options(self) -> dict[str, Any]:
-        return {"separate-backward": self._separate_backward}
+        return {"pipelined": False, "separate-backward": self._separate_backward}
 
     def _phase_steps(self) -> list[str]:
         return [_step("ipu-schedule-phases", {

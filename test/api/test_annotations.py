@@ -43,8 +43,9 @@ class Network(torch.nn.Module):
 
 def test_block_with_auto_ids():
     model = Network()
-    ipu = poptorch.inferenceModel(model)
-    x = torch.rand((4, 5))
+    # a 4-stage pipeline needs deviceIterations >= 4 (test_strategies checks the error)
+    ipu = poptorch.inferenceModel(model, poptorch.Options().deviceIterations(4))
+    x = torch.rand((16, 5))
     torch.testing.assert_close(ipu(x), model(x))
     blocks = {re.search(r'ipu.block = "(\d)"', a).group(1) for _, a in ipu_ops(ipu)
               if "ipu.block" in a}
@@ -76,11 +77,11 @@ class FunctionNetwork(Network):
 
 def test_block_function():
     model = FunctionNetwork()
-    ipu = poptorch.inferenceModel(model)
+    ipu = poptorch.inferenceModel(model, poptorch.Options().deviceIterations(2))
     x = torch.rand((4, 5))
     torch.testing.assert_close(ipu(x), model(x))
     ops = ipu_ops(ipu)
-    assert all("ipu.ipu_id" in a for op, a in ops if op != "ipu.constant")
+    assert all("ipu.ipu_id" in a for op, a in ops if op not in ("ipu.constant", "ipu.copy"))
     assert [a.count('ipu.block = "2"') for op, a in ops if op == "ipu.exp"] == [1]
 
 
@@ -90,7 +91,8 @@ def test_begin_block_on_sub_modules_and_remove_blocks():
                                 torch.nn.Tanh(), torch.nn.Linear(4, 2))
     model[2] = poptorch.BeginBlock(model[2], "second", ipu_id=1)
     model[4] = poptorch.BeginBlock(model[4], ipu_id=2)
-    ipu = poptorch.inferenceModel(model)
+    ipu = poptorch.inferenceModel(model, poptorch.Options().deviceIterations(3)
+                                  .autoRoundNumIPUs(True))
     x = torch.randn(3, 4)
     torch.testing.assert_close(ipu(x), model(x))
     placed = {op: re.search(r"ipu.ipu_id = (\d)", a).group(1) for op, a in ipu_ops(ipu)
@@ -118,9 +120,11 @@ def test_annotations_reach_backward_ops_and_name_scopes():
                 out = self.head(h)
                 return out, torch.nn.functional.mse_loss(out, y)
 
-    ipu = poptorch.trainingModel(Model())
-    ipu(torch.randn(2, 4), torch.randn(2, 2))
-    ops = [a for op, a in ipu_ops(ipu) if op not in ("ipu.constant",)]
+    opts = poptorch.Options()
+    opts.Training.gradientAccumulation(3)  # 2N-1 pipeline stages for N = 2 IPUs
+    ipu = poptorch.trainingModel(Model(), opts)
+    ipu(torch.randn(6, 4), torch.randn(6, 2))
+    ops = [a for op, a in ipu_ops(ipu) if op not in ("ipu.constant", "ipu.copy")]
     assert ops and all("ipu.block" in a for a in ops)  # forward and backward ops
     assert sum('ipu.block = "enc"' in a for a in ops) >= 4
     assert any('ipu.name_scope = "features"' in a for a in ops)  # (no module path in
