@@ -22,6 +22,13 @@ def nop(op: ir.OpView, b: Builder) -> ir.Value:
     return NopOp(b.tensor(op.operands[0]), b.result_type()).result
 
 
+def recomputation_checkpoint(op: ir.OpView, b: Builder) -> ir.Value:
+    """A value kept (not recomputed) between forward and backward: a tagged ipu.nop."""
+    nop_op = NopOp(b.tensor(op.operands[0]), b.result_type())
+    nop_op.operation.attributes["ipu.checkpoint"] = ir.UnitAttr.get()
+    return nop_op.result
+
+
 def ipu_print_tensor(op: ir.OpView, b: Builder) -> ir.Value:
     title = ir.StringAttr.get(b.scalar(op.operands[1]))
     return PrintOp(b.tensor(op.operands[0]), title, b.result_type()).result
@@ -41,7 +48,8 @@ def identity_loss(op: ir.OpView, b: Builder) -> ir.Value:
 
 
 LOWERINGS = {"torch.poptorch.nop": nop, "torch.poptorch.ipu_print_tensor": ipu_print_tensor,
-             "torch.poptorch.identity_loss": identity_loss}
+             "torch.poptorch.identity_loss": identity_loss,
+             "torch.poptorch.recomputation_checkpoint": recomputation_checkpoint}
 
 
 def lower_operator(op: ir.OpView, b: Builder) -> ir.Value:

@@ -40,6 +40,7 @@ _LAZY = {
     "nop": ".ops",
     "identity_loss": ".ops",
     "ipu_print_tensor": ".ops",
+    "recomputationCheckpoint": ".ops",
 }
 
 

@@ -130,6 +130,7 @@ class _Strategy:
     def pass_pipeline(self, micro_batches: int, auto_round: bool) -> list[str]:
         """The multi-IPU pipeline steps for this strategy."""
         return [_step("ipu-assign-stages", self._assign_options(auto_round)),
+                *self._recompute_steps(),
                 _step("ipu-outline-stages", self._outline_options()),
                 "ipu-insert-copies", *self._phase_steps(),
                 _step("ipu-schedule", {"strategy": self._name, "micro-batches": micro_batches,
@@ -137,6 +138,9 @@ class _Strategy:
 
     def _outline_options(self) -> dict[str, Any]:
         return {} if self._pipelined else {"pipelined": False}
+
+    def _recompute_steps(self) -> list[str]:
+        return []
 
     def _phase_steps(self) -> list[str]:
         return []
@@ -157,6 +161,20 @@ class PipelinedExecution(_Strategy):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self._schedule = PipelineSchedule.FillMainFlush
+        self._recompute = False
+
+    def useRecomputation(self, enabled: bool = True) -> PipelinedExecution:  # noqa: N802
+        """Beyond PopTorch's public API (PopART's pipeline recomputation): backward stages
+        recompute forward activations, from their stage inputs and the values marked with
+        poptorch.recomputationCheckpoint, instead of stashing them."""
+        if not isinstance(enabled, bool):
+            raise Error(f"useRecomputation: enabled must be a bool, got {enabled!r}",
+                        type="options")
+        self._recompute = enabled
+        return self
+
+    def _recompute_steps(self) -> list[str]:
+        return ["ipu-recompute"] if self._recompute else []
 
     def setSchedule(self, schedule: PipelineSchedule) -> PipelinedExecution:  # noqa: N802
         if not isinstance(schedule, PipelineSchedule):

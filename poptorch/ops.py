@@ -20,6 +20,19 @@ def _(tensor):
     return torch.empty_like(tensor)
 
 
+@torch.library.custom_op("poptorch::recomputation_checkpoint", mutates_args=())
+def _recomputation_checkpoint(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.clone()
+
+
+@_recomputation_checkpoint.register_fake
+def _(tensor):
+    return torch.empty_like(tensor)
+
+
+_recomputation_checkpoint.register_autograd(lambda ctx, grad: grad)
+
+
 @torch.library.custom_op("poptorch::ipu_print_tensor", mutates_args=())
 def _ipu_print_tensor(tensor: torch.Tensor, title: str) -> torch.Tensor:
     return tensor.clone()
@@ -33,6 +46,16 @@ def _(tensor, title):
 def nop(tensor: torch.Tensor) -> torch.Tensor:
     """A no-operation: an identity that is never optimised away (spec 4.6.5)."""
     return _nop(tensor)
+
+
+def recomputationCheckpoint(*tensors: torch.Tensor):  # noqa: N802 - PopTorch's name
+    """Keep these values between the forward and backward passes when recomputation is
+    enabled (PipelinedExecution.useRecomputation) instead of recomputing them. Returns
+    the tensors (one tensor for one argument)."""
+    if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
+        tensors = tuple(tensors[0])
+    out = tuple(_recomputation_checkpoint(t) for t in tensors)
+    return out[0] if len(out) == 1 else out
 
 
 def ipu_print_tensor(tensor: torch.Tensor, title: str = "") -> torch.Tensor:

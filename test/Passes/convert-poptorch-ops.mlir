@@ -34,3 +34,13 @@ func.func @identity_loss(%x: !torch.vtensor<[2,3],f32>) -> (!torch.vtensor<[],f3
   %1 = torch.operator "torch.poptorch.identity_loss"(%x, %none) : (!torch.vtensor<[2,3],f32>, !torch.str) -> !torch.vtensor<[2,3],f32>
   return %0, %1 : !torch.vtensor<[],f32>, !torch.vtensor<[2,3],f32>
 }
+
+// -----
+
+// poptorch.recomputationCheckpoint: an ipu.nop tagged as a checkpoint for ipu-recompute.
+// CHECK-LABEL: func.func @checkpoint
+// CHECK:         "ipu.nop"(%{{.*}}) {ipu.checkpoint} : (tensor<2xf32>) -> tensor<2xf32>
+func.func @checkpoint(%x: !torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32> {
+  %0 = torch.operator "torch.poptorch.recomputation_checkpoint"(%x) : (!torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>
+  return %0 : !torch.vtensor<[2],f32>
+}

@@ -352,3 +352,41 @@ def test_separate_backward_phase_numbers_backward_phases_apart():
     ipu.compile(inputs, target)
     text = ipu._compiled.module_text
     assert "ipu.phase = 12 : i64" in text and '"forward_backward"' not in text
+
+
+def test_recomputation_trades_stash_for_cycles_with_the_same_numbers():
+    class Deep(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList(torch.nn.Linear(16, 16) for _ in range(4))
+
+        def forward(self, x, target):
+            for n, layer in enumerate(self.layers):
+                with poptorch.Block(ipu_id=n // 2):
+                    x = torch.tanh(layer(x))
+                    if n == 0:
+                        x = poptorch.recomputationCheckpoint(x)
+                    if n == 3:
+                        return x, F.mse_loss(x, target)
+
+    torch.manual_seed(0)
+    initial = Deep().state_dict()
+    x, target = torch.randn(24, 16), torch.randn(24, 16)
+    runs = {}
+    for recompute in (False, True):
+        model = Deep()
+        model.load_state_dict(initial)
+        opts = poptorch.Options()
+        opts.Training.gradientAccumulation(3)
+        opts.setExecutionStrategy(poptorch.PipelinedExecution().useRecomputation(recompute))
+        ipu = poptorch.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.1))
+        ipu(x, target)
+        ipu.copyWeightsToHost()
+        runs[recompute] = (ipu.getTimeline(), [p.detach().clone() for p in model.parameters()],
+                           ipu._compiled.module_text)
+    (plain, plain_weights, _), (recomputed, weights, text) = runs[False], runs[True]
+    for a, b in zip(plain_weights, weights, strict=True):
+        torch.testing.assert_close(a, b)
+    assert "ipu.recomputed" in text
+    assert recomputed.stash_bytes[0] < plain.stash_bytes[0]
+    assert recomputed.total_cycles > plain.total_cycles
