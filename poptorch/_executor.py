@@ -19,6 +19,7 @@ from torch.utils import _pytree as pytree
 from poptorch.runtime.random import device_random
 
 from . import _compiler, _frontend
+from . import _replica_grouping as grouping
 from .enums import CommGroupType, OutputMode
 from .errors import Error
 from .options import Options
@@ -98,6 +99,12 @@ class PoplarExecutor:
         self._attached = False
         self._destroyed = False
         self._buffers_dirty = False
+        # parameter name -> (CommGroupType, shards, VariableRetrievalMode), as PopTorch
+        # names it; filled by `param.replicaGrouping(...)` (spec 4.4.3)
+        self.per_replica_params: dict[str, tuple] = {}
+        self._groupings: dict[str, grouping.ReplicaGrouping] = {}
+        for name, param in torch.nn.Module.named_parameters(self._model):
+            grouping.attach(self, name, param)
 
     # ---- properties of the spec -----------------------------------------------------
     @property
@@ -117,9 +124,16 @@ class PoplarExecutor:
 
     def __getattr__(self, name: str) -> Any:
         # Model attributes read through the executor, as PopTorch allows.
+        # A parameter read this way is the device's latest, and groups on this executor
+        # (`pt_m.W.replicaGrouping`) even when another wrapper of the module attached
+        # the method last.
         if name.startswith("_"):
             raise AttributeError(name)
-        return getattr(self._model, name)
+        value = getattr(self._model, name)
+        if isinstance(value, torch.nn.Parameter):
+            self.copyWeightsToHostIfNeeded()
+            grouping.attach(self, name, value)
+        return value
 
     # ---- compilation ------------------------------------------------------------------
     def _check_alive(self) -> None:
@@ -172,11 +186,13 @@ class PoplarExecutor:
             raise Error(f"OutputMode.EveryN with a period of {opts.output_return_period} needs "
                         f"the {self._steps()} batches of a call to be a multiple of it",
                         type="options")
+        self._groupings = grouping.resolve(self)
         flat, spec = flat_and_spec
         flat = [_frontend.narrow(v) for v in flat]
         micro, _ = self._split(flat)
         m_args, m_kwargs = pytree.tree_unflatten(micro, spec)
-        captured = self._capture(_narrowed(self._model), m_args, m_kwargs)
+        model = grouping.per_replica_model(self._model, self._groupings)
+        captured = self._capture(_narrowed(model), m_args, m_kwargs)
         self._compiled = _compiler.compile_captured(captured, opts.ir_dump_dir,
                                                     opts.module_namescope)
         opts._freeze()  # compile-time options may not change under a compiled model
@@ -213,15 +229,49 @@ class PoplarExecutor:
     def _device_array(tensor: torch.Tensor) -> np.ndarray:
         return _frontend.narrow(tensor.detach()).cpu().numpy().copy()
 
+    def _upload(self, name: str, tensor: torch.Tensor) -> None:
+        """Put a host weight on the device; a replica-grouped one as (replicas, ...)."""
+        array = self._device_array(tensor)
+        if name in self._groupings:
+            array = grouping.to_replicas(array, self._groupings[name])
+        self._device[name] = array
+        self._uploaded[name] = (id(tensor), tensor._version)
+
+    def _per_group(self, name: str, value: np.ndarray) -> np.ndarray:
+        """A device value of weight `name` with one entry per replica group ((groups,
+        ...), the groups' first replicas) if it is grouped; else unchanged."""
+        if name in self._groupings:
+            return value[self._groupings[name].first_replicas()]
+        return value
+
+    def _to_replicas(self, name: str, value: np.ndarray) -> np.ndarray:
+        """The inverse of `_per_group`: each replica gets its group's entry."""
+        if name in self._groupings:
+            return value[self._groupings[name].group_of()]
+        return value
+
+    def _grouped_to_host(self) -> None:
+        """Write the replica-grouped parameters into the host model, as their
+        VariableRetrievalMode asks: OnePerGroup writes (groups, ...), in place;
+        AllReplicas replaces the parameter's data by (replicas, ...), one value per
+        replica (uploading such a tensor again gives each group its first replica's)."""
+        for name, group in self._groupings.items():
+            host = self._model.get_parameter(name)
+            value = torch.from_numpy(grouping.to_host(self._device[name], group))
+            value = value.to(host.dtype)
+            if value.shape == host.shape:
+                host.copy_(value)
+            else:
+                host.data = value
+            self._uploaded[name] = (id(host), host._version)
+
     def copyWeightsToDevice(self) -> None:  # noqa: N802
         """Upload every weight and buffer from the host model."""
         self._check_alive()
         if self._compiled is None:
             return
         for arg in self._weights():
-            tensor = self._host_tensor(arg)
-            self._device[arg.name] = self._device_array(tensor)
-            self._uploaded[arg.name] = (id(tensor), tensor._version)
+            self._upload(arg.name, self._host_tensor(arg))
         self._buffers_dirty = False
 
     def _sync_host_changes(self) -> None:
@@ -229,15 +279,16 @@ class PoplarExecutor:
         for arg in self._weights():
             tensor = self._host_tensor(arg)
             if self._uploaded.get(arg.name) != (id(tensor), tensor._version):
-                self._device[arg.name] = self._device_array(tensor)
-                self._uploaded[arg.name] = (id(tensor), tensor._version)
+                self._upload(arg.name, tensor)
 
     def copyWeightsToHost(self) -> None:  # noqa: N802
-        """Write the device's weights and buffers back into the host model."""
+        """Write the device's weights and buffers back into the host model (replica-
+        grouped parameters as `_grouped_to_host` describes)."""
         self._check_alive()
         if self._compiled is None:
             return
         with torch.no_grad():
+            self._grouped_to_host()
             for name in self._compiled.captured.mutated_buffers:
                 value = self._device[name]
                 host = self._model.get_buffer(name)

@@ -3,7 +3,8 @@
 Per device iteration, each replica runs the joint program on `gradientAccumulation`
 micro-batches in turn (buffers such as batch-norm statistics update per micro-batch);
 gradients are accumulated (running or post mean, or sum), reduced over replicas by an
-`ipu.all_reduce` program, and applied by the optimizer's `@optimizer_step` program
+`ipu.all_reduce` program (within the replica groups of a replica-grouped weight,
+`_replica_grouping`), and applied by the optimizer's `@optimizer_step` program
 (`_optimizer_program`). Weights stay on the device; the host model is updated lazily:
 on `copyWeightsToHost`, when the host model's parameters or state_dict are read, and
 before an `inferenceModel` of the same module runs.
@@ -11,6 +12,7 @@ before an `inferenceModel` of the same module runs.
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import Any
 
@@ -27,6 +29,7 @@ from poptorch.runtime.jit import compile_module
 from . import _training
 from ._executor import PoplarExecutor
 from .enums import MeanReductionStrategy, ReductionType
+from .errors import Error
 from .options import Options
 
 # user model -> the training executor that owns its weights (at most one)
@@ -51,6 +54,15 @@ class _SyncedModule:
     def state_dict(self, *args, **kwargs):
         sync_trainers_to_host(self)
         return super().state_dict(*args, **kwargs)
+
+    def __getattr__(self, name):
+        # `model.W` or `model.layer.weight` after training (the spec's replica-grouping
+        # example reads its weight so): parameters and submodules are nn.Module's
+        # __getattr__, so plain attributes stay as fast as ever
+        value = super().__getattr__(name)
+        if isinstance(value, torch.nn.Parameter | torch.nn.Module):
+            sync_trainers_to_host(self)
+        return value
 
 
 _SYNCED_CLASSES: dict[type, type] = {}
@@ -90,6 +102,7 @@ class TrainingExecutor(PoplarExecutor):
         from ._optimizer_program import describe
 
         self._spec = describe(self._optimizer)
+        self._check_grouped_clipping()
         captured = self._compiled.captured
         groups = {id(p): index for index, group in enumerate(self._optimizer.param_groups)
                   for p in group["params"]}
@@ -97,30 +110,46 @@ class TrainingExecutor(PoplarExecutor):
             params = []
             for name in captured.trainable:
                 host = self._model.get_parameter(name)
-                array = self._device_array(host)
+                array = self._device[name][0] if name in self._groupings else self._device[name]
                 params.append((name, groups.get(id(host), 0), _tensor_type(array)))
             module = ir.Module.create()
             self._spec.emit(module, params)
-            self._emit_reduce(module, [t for _, _, t in params])
+            self._emit_reduce(module, [(name, t) for name, _, t in params])
             self._optimizer_step = compile_module(module, "optimizer_step")
             self._reduce = compile_module(module, "reduce_gradients")
             self._optimizer_text = str(module)
         del context
-        weights = {name: self._device[name] for name in captured.trainable}
+        weights = {name: self._per_group(name, self._device[name]) for name in captured.trainable}
         self._state = self._spec.initial_state(weights, self._optimizer, self._parameters())
         self._hyper = self._spec.hyper_values(self._optimizer)
         self._link_optimizer(self._optimizer)
         self._auto_scale = self._spec.loss_scaling(self._optimizer)  # automatic loss scaling
         self._good_steps = 0
 
-    def _emit_reduce(self, module: ir.Module, types: list[ir.RankedTensorType]) -> None:
-        """`@reduce_gradients`: one `ipu.all_reduce` over all replicas per gradient."""
-        reduction = "mean" if self._mean() else "sum"
+    def _check_grouped_clipping(self) -> None:
+        """max_grad_norm scales every gradient by one norm over all of them; with
+        replica-grouped weights that norm differs between groups, which the shared
+        weights' single update cannot follow."""
+        from ._optimizer_program import GLOBAL
+
+        if self._groupings and self._spec.constants.get((GLOBAL, "max_grad_norm")) != math.inf:
+            names = ", ".join(self._groupings)
+            raise Error(f"max_grad_norm is not supported with replica-grouped weights "
+                        f"({names}): the gradient norm would differ between replica groups; "
+                        "remove max_grad_norm or the replicaGrouping", type="optimizer")
+
+    def _emit_reduce(self, module: ir.Module,
+                     params: list[tuple[str, ir.RankedTensorType]]) -> None:
+        """`@reduce_gradients`: one `ipu.all_reduce` per gradient, over all replicas, or
+        within the replica groups of a replica-grouped weight."""
+        reduction = ir.StringAttr.get("mean" if self._mean() else "sum")
+        groups = [replica_group(*self._groupings[name].replica_group())
+                  if name in self._groupings else replica_group("all") for name, _ in params]
         with ir.InsertionPoint(module.body):
-            @func.FuncOp.from_py_func(*types, name="reduce_gradients")
+            @func.FuncOp.from_py_func(*[t for _, t in params], name="reduce_gradients")
             def reduce_gradients(*grads):
-                return tuple(AllReduceOp(g, ir.StringAttr.get(reduction), replica_group("all"),
-                                         g.type).result for g in grads)
+                return tuple(AllReduceOp(g, reduction, group, g.type).result
+                             for g, group in zip(grads, groups, strict=True))
 
     def _link_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
         """Make the optimizer's state_dict()/load_state_dict() use the device state:
@@ -215,34 +244,38 @@ class TrainingExecutor(PoplarExecutor):
         return pytree.tree_unflatten(leaves, captured.out_spec)
 
     def _apply(self, grads: list[np.ndarray]) -> None:
-        """Reduce gradients over replicas and run the optimizer step."""
-        captured = self._compiled.captured
+        """Reduce gradients over replicas and run the optimizer step. A replica-grouped
+        weight steps as (groups, ...): each group's slice, gradient and state on its own."""
+        names = self._compiled.captured.trainable
         with np.errstate(all="ignore"):
-            reduced = [np.array(np.asarray(g)[0]) for g in self._reduce.run(*grads)]
+            reduced = [self._per_group(name, np.asarray(g)) if name in self._groupings
+                       else np.array(np.asarray(g)[0])
+                       for name, g in zip(names, self._reduce.run(*grads), strict=True)]
         if self._options.Training.automatic_loss_scaling and not self._rescale(reduced):
             return  # overflow: the step is skipped and the loss scale halved
-        names = captured.trainable
         layout = self._spec.state_layout()
         with np.errstate(all="ignore"):
             results = self._optimizer_step.run(
-                *(self._device[n] for n in names), *reduced,
+                *(self._per_group(n, self._device[n]) for n in names), *reduced,
                 *(self._state[key] for key in layout), *self._hyper)
         for name, value in zip(names, results[:len(names)], strict=True):
-            self._device[name] = np.asarray(value)
+            self._device[name] = self._to_replicas(name, np.asarray(value))
         for key, value in zip(layout, results[len(names):], strict=True):
             self._state[key] = np.asarray(value)
         self._weights_dirty = True
 
     # ---- weights ------------------------------------------------------------------------
     def copyWeightsToHost(self) -> None:  # noqa: N802
-        """Write the device's weights and buffers into the host model."""
+        """Write the device's weights and buffers into the host model (replica-grouped
+        parameters as their VariableRetrievalMode asks, see `_grouped_to_host`)."""
         self._check_alive()
         if self._compiled is None:
             return
         captured = self._compiled.captured
         with torch.no_grad():
+            self._grouped_to_host()
             for name in [*captured.trainable, *captured.mutated_buffers]:
-                if name in self._frozen:
+                if name in self._frozen or name in self._groupings:
                     continue
                 host = dict(self._user_params_and_buffers())[name]
                 value = self._device[name]
@@ -277,7 +310,8 @@ class _OptimizerLink:
 
     def load_state_dict(self, state_dict: dict) -> None:
         ex = self._executor()
-        weights = {name: ex._device[name] for name in ex._compiled.captured.trainable}
+        weights = {name: ex._per_group(name, ex._device[name])
+                   for name in ex._compiled.captured.trainable}
         ex._state = ex._spec.load_state_dict(ex._optimizer, state_dict, weights,
                                              ex._parameters())
         ex._spec.check_constants(ex._optimizer)

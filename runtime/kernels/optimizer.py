@@ -1,7 +1,9 @@
 """NumPy kernels of the optimizer family: ipu.sgd_step, sgd_momentum_step, adam_step,
 rmsprop_step and lamb_step, step for step as torch.optim computes them.
 
-Arrays arrive without replica axes (the executor reduces gradients first). Updates
+Arrays arrive without replica axes (the executor reduces gradients first); a
+replica-grouped weight arrives with a leading group axis, which the elementwise
+updates broadcast over and LAMB's norms keep (one trust ratio per group). Updates
 compute in float32 and round each result back to its operand's dtype, so float16 state
 (PopTorch's accumulator types) is stored as float16. Scalar-only arithmetic (bias
 corrections, `1 - beta`) runs in double from the f32 hyper-parameters, as torch.optim
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernel
+from . import kernel, with_ranks
 
 F32 = np.float32
 
@@ -124,13 +126,15 @@ def rmsprop_step(w, g, square_avg, grad_avg, momentum_buffer, step, grad_scale, 
             _like(step + 1, step))
 
 
-def _norm(x: np.ndarray) -> F32:
-    return np.sqrt(np.sum(np.square(x, dtype=F32), dtype=F32))
+def _norm(x: np.ndarray, rank: int) -> np.ndarray:
+    """The norm over the declared dimensions, kept as size-1 dims after leading axes."""
+    axes = tuple(range(x.ndim - rank, x.ndim))
+    return np.sqrt(np.sum(np.square(x, dtype=F32), axis=axes, keepdims=True, dtype=F32))
 
 
-@kernel("ipu.lamb_step")
+@kernel("ipu.lamb_step", static=with_ranks)
 def lamb_step(w, g, exp_avg, exp_avg_sq, step, grad_scale, lr, beta1, beta2, eps,
-              weight_decay, max_weight_norm, bias_correction):
+              weight_decay, max_weight_norm, bias_correction, rank):
     t = float(step) + 1
     w32 = _f32(w)
     g32 = _f32(g) * _f32(grad_scale)
@@ -138,8 +142,9 @@ def lamb_step(w, g, exp_avg, exp_avg_sq, step, grad_scale, lr, beta1, beta2, eps
     v = _f32(exp_avg_sq) * _f32(beta2) + F32(1 - _scalar(beta2)) * g32 * g32
     bc1, bc2 = _bias_corrections(t, beta1, beta2, bias_correction)
     update = (m / F32(bc1)) / (np.sqrt(v / F32(bc2)) + _f32(eps)) + _f32(weight_decay) * w32
-    w_norm = np.minimum(_norm(w32), _f32(max_weight_norm))
-    u_norm = _norm(update)
-    ratio = w_norm / u_norm if w_norm > 0 and u_norm > 0 else F32(1)
+    w_norm = np.minimum(_norm(w32, rank), _f32(max_weight_norm))
+    u_norm = _norm(update, rank)
+    ratio = np.ones_like(w_norm)
+    np.divide(w_norm, u_norm, out=ratio, where=(w_norm > 0) & (u_norm > 0))
     new_w = w32 - _f32(lr) * ratio * update
     return _like(new_w, w), _like(m, exp_avg), _like(v, exp_avg_sq), _like(t, step)

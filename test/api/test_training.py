@@ -163,9 +163,10 @@ def test_weights_sync_lazily_and_once():
     training = poptorch.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(),
                                                                        lr=0.1))
     inference = poptorch.inferenceModel(model)
+    weight = model.a.weight  # the tensor itself: reading it through the model syncs
     x, y = torch.randn(4, 6), torch.randn(4, 2)
     training(x, y)
-    torch.testing.assert_close(model.a.weight.detach(), before)  # not copied yet
+    torch.testing.assert_close(weight.detach(), before)  # not copied yet
     trained, _ = inference(x, y)  # the inference model syncs from the trainer first
     assert not torch.equal(model.a.weight.detach(), before)
     torch.testing.assert_close(trained, model.b(torch.tanh(model.a(x))))
