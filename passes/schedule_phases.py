@@ -28,7 +28,7 @@ from torch_mlir import ir
 from poptorch.dialects.ipu import i64
 
 from .registry import Option, Pass, register
-from .stages import StageCall, functions, stage_calls
+from .stages import StageCall, functions, stage_calls, symbol
 
 LIVENESS = ("always-live", "off-chip-after-fwd", "off-chip-after-fwd-no-overlap",
             "off-chip-after-each-phase")
@@ -49,6 +49,7 @@ class SchedulePhases(Pass):
         if self.liveness not in LIVENESS:
             raise self.error(module, f"liveness must be one of {', '.join(LIVENESS)}, got "
                                      f"'{self.liveness}'")
+        self.callees = {symbol(f): f for f in functions(module)}
         for func in functions(module):
             calls = stage_calls(func)
             if not calls:
@@ -67,6 +68,8 @@ class SchedulePhases(Pass):
             if c.kind == "backward":
                 c.phase = 2 * last + shift - c.phase
                 c.op.attributes["ipu.phase"] = i64(c.phase)
+                if c.name in self.callees:  # the stage function carries its phase too
+                    self.callees[c.name].attributes["ipu.phase"] = i64(c.phase)
 
     def _transfers(self, func: ir.Operation, calls: list[StageCall]) -> None:
         by_op = {c.op: c for c in calls}
@@ -81,7 +84,7 @@ class SchedulePhases(Pass):
                     source, value = _producer_call(value, by_op)
                     if source is None or source.phase == c.phase:
                         continue
-                    offchip = self._offchip(source, c)
+                    offchip = self._offchip(source, c, value)
                     if not offchip:
                         continue
                     if value not in stored:
@@ -99,12 +102,25 @@ class SchedulePhases(Pass):
             if op.name == "ipu.copy" and not list(op.results[0].uses):
                 op.erase()
 
-    def _offchip(self, source: StageCall, user: StageCall) -> bool:
+    def _offchip(self, source: StageCall, user: StageCall, value: ir.Value) -> bool:
         if self.liveness == "always-live":
             return False
         if self.liveness == "off-chip-after-each-phase":
             return True
-        return source.kind != "backward" and user.kind != "forward"
+        return not self._backward_value(source, value) and user.kind != "forward"
+
+    def _backward_value(self, source: StageCall, value: ir.Value) -> bool:
+        """Whether `value`, a result of `source`, is computed by the backward pass (in a
+        fused forward_backward stage, by an op tagged ipu.backward)."""
+        if source.kind != "forward_backward":
+            return source.kind == "backward"
+        callee = self.callees.get(source.name)
+        if callee is None:
+            return False
+        ret = list(callee.regions[0].blocks[0].operations)[-1].operation
+        producer = ret.operands[ir.OpResult(value).result_number].owner
+        return (isinstance(producer, ir.Operation | ir.OpView)
+                and "ipu.backward" in producer.operation.attributes)
 
     def _transfer(self, name: str, value: ir.Value, ipu: int, results) -> ir.Operation:
         attrs = {"ipu": i64(ipu)}
