@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 
 from poptorch.runtime.random import device_random
 
-from . import _compiler, _frontend
+from . import _compiler, _frontend, _strategies
 from . import _replica_grouping as grouping
 from .enums import CommGroupType, OutputMode
 from .errors import Error
@@ -193,8 +193,12 @@ class PoplarExecutor:
         m_args, m_kwargs = pytree.tree_unflatten(micro, spec)
         model = grouping.per_replica_model(self._model, self._groupings)
         captured = self._capture(_narrowed(model), m_args, m_kwargs)
-        self._compiled = _compiler.compile_captured(captured, opts.ir_dump_dir,
-                                                    opts.module_namescope)
+        micro_batches = self._accumulation() if self._training else opts.device_iterations
+        multi_ipu = _strategies.multi_ipu_steps(opts.execution_strategy, micro_batches,
+                                                opts.auto_round_num_ipus)
+        self._compiled = _compiler.compile_captured(
+            captured, opts.ir_dump_dir, opts.module_namescope, tuple(multi_ipu),
+            steps=opts.device_iterations if self._training else 1)
         opts._freeze()  # compile-time options may not change under a compiled model
         self._in_spec = spec
         self._input_meta = [(tuple(t.shape), t.dtype) for t in micro
@@ -310,6 +314,15 @@ class PoplarExecutor:
         result = self._model.load_state_dict(state_dict, strict)
         self.copyWeightsToDevice()
         return result
+
+    def getTimeline(self):  # noqa: N802 - beyond PopTorch, named in its style
+        """The machine model's simulated timeline of one call: per-IPU events (compute,
+        IPU-Link copies, streaming-memory transfers), total cycles, idle fraction and
+        stash bytes (`poptorch.runtime.timeline.Timeline`; `.to_dict()` for JSON)."""
+        if self._compiled is None:
+            raise Error("the model must be compiled before it has a timeline",
+                        type="executor")
+        return self._compiled.timeline
 
     def getTensorNames(self) -> list[str]:  # noqa: N802
         """Names of the model's device tensors: weights, buffers, then inputs."""

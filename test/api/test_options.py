@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from poptorch._strategies import PipelinedExecution
 from poptorch.enums import (
     CommGroupType,
     ConnectionType,
@@ -34,12 +35,8 @@ def clean_environment(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
-class PipelinedExecution:
-    """Stand-in for poptorch.PipelinedExecution (strategies are checked by class name)."""
-
-
 class MyStrategy(PipelinedExecution):
-    pass
+    """A user's strategy subclass (setExecutionStrategy checks with isinstance)."""
 
 
 def test_defaults():

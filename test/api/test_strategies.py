@@ -390,3 +390,13 @@ def test_recomputation_trades_stash_for_cycles_with_the_same_numbers():
     assert "ipu.recomputed" in text
     assert recomputed.stash_bytes[0] < plain.stash_bytes[0]
     assert recomputed.total_cycles > plain.total_cycles
+
+
+def test_timeline_needs_a_compiled_model():
+    with pytest.raises(poptorch.Error, match="the model must be compiled before it has a "
+                                             "timeline"):
+        poptorch.inferenceModel(FourStages()).getTimeline()
+    ipu = poptorch.inferenceModel(torch.nn.Linear(2, 2))  # no blocks: one task on IPU 0
+    ipu(torch.randn(1, 2))
+    timeline = ipu.getTimeline()
+    assert list(timeline.events) == [0] and timeline.idle_fraction == 0.0
