@@ -78,32 +78,38 @@ class AssignStages(Pass):
         """Power-of-two IPU counts and the phased strategies' rules."""
         used = max(ipu for _, ipu in placement.values()) + 1
         if used & (used - 1) and not self.auto_round_num_ipus:
-            raise self.error(module, f"the model uses {used} IPUs, which is not a power of "
-                                     f"2; IPUs are reserved in powers of 2: place the blocks "
-                                     f"on {1 << used.bit_length()} IPUs or set "
-                                     "Options.autoRoundNumIPUs(True)")
+            last = next(k for k, (_, ipu) in placement.items() if ipu == used - 1)
+            raise self.error(self.first_op.get(last, module),
+                             f"the model uses {used} IPUs, which is not a power of 2; IPUs "
+                             f"are reserved in powers of 2: place the blocks on "
+                             f"{1 << used.bit_length()} IPUs or set "
+                             "Options.autoRoundNumIPUs(True)")
         stages_of: dict[int, set[int]] = {}
         for key, phase in self.phases.items():
             stages_of.setdefault(phase, set()).add(placement[key][0])
             ipu = placement[key][1]
             if self.parallel_phased and phase % 2 != ipu % 2:
                 parity = "even" if phase % 2 == 0 else "odd"
-                raise self.error(module, f"ParallelPhasedExecution runs {parity} phases on "
-                                         f"{parity} IPUs, but block '{key}' of phase {phase} "
-                                         f"is on IPU {ipu}; move it to an {parity} IPU")
+                raise self.error(self.first_op.get(key, module),
+                                 f"ParallelPhasedExecution runs {parity} phases on {parity} "
+                                 f"IPUs, but block '{key}' of phase {phase} is on IPU {ipu}; "
+                                 f"move it to an {parity} IPU")
         for item in filter(None, self.phase_ipus.split(",")):
             phase, _, ipus = item.partition("=")
             count, stages = len(ipus.split("/")), len(stages_of.get(int(phase), ()))
             if count != stages:
-                raise self.error(module, f"phase {phase} has {stages} stages but its ipus() "
-                                         f"lists {count} IPUs; give one IPU per stage of the "
-                                         "Phase")
+                where = next((self.first_op[k] for k, p in self.phases.items()
+                              if p == int(phase) and k in self.first_op), module)
+                raise self.error(where, f"phase {phase} has {_plural(stages, 'stage')} but its "
+                                        f"ipus() lists {_plural(count, 'IPU')}; give one IPU "
+                                        "per stage of the Phase")
 
     def _placement(self, annotated) -> dict[str, tuple[int, int]]:
         """block key -> (stage, ipu), checked."""
         order: list[str] = []
         first_op: dict[str, ir.Operation] = {}
         ipus: dict[str, int] = {}
+        self.first_op = first_op
         for op, (key, ipu) in annotated:
             if key not in first_op:
                 order.append(key)
@@ -175,3 +181,7 @@ def _inherit_backward(ops: list[ir.Operation], keys: dict[ir.Operation, str]) ->
         if len(left) == len(todo):
             return
         todo = left
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

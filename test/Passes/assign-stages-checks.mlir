@@ -13,7 +13,7 @@
 // RUN:   | FileCheck %s --check-prefix=PARALLEL
 
 // Blocks on IPUs 0, 1 and 2: IPUs are reserved in powers of two.
-// ROUND: error: the model uses 3 IPUs, which is not a power of 2; IPUs are reserved in powers of 2: place the blocks on 4 IPUs or set Options.autoRoundNumIPUs(True)
+// ROUND: assign-stages-checks.mlir:41:8: error: the model uses 3 IPUs, which is not a power of 2; IPUs are reserved in powers of 2: place the blocks on 4 IPUs or set Options.autoRoundNumIPUs(True)
 // AUTO-LABEL: func.func @three_blocks
 // AUTO-NEXT:    "ipu.relu"{{.*}}ipu.stage = #ipu.stage<0 : i64, 0 : i64>
 // AUTO-NEXT:    "ipu.exp"{{.*}}ipu.stage = #ipu.stage<1 : i64, 1 : i64>
@@ -21,7 +21,7 @@
 
 // Phases 0 (A, A2 on IPUs 0 and 1) and 1 (B on IPU 0): Phase 1's ipus() must list one
 // IPU, as it has one stage.
-// PHASE-IPUS: error: phase 1 has 1 stages but its ipus() lists 2 IPUs; give one IPU per stage of the Phase
+// PHASE-IPUS: assign-stages-checks.mlir:41:8: error: phase 1 has 1 stage but its ipus() lists 2 IPUs; give one IPU per stage of the Phase
 // A Stage's third field is its phase: ops get ipu.phase beside ipu.stage.
 // PHASED-LABEL: func.func @three_blocks
 // PHASED-NEXT:    "ipu.relu"(%arg0) {ipu.block = "A", ipu.ipu_id = 0 : i64, ipu.phase = 0 : i64, ipu.stage = #ipu.stage<0 : i64, 0 : i64>}
@@ -30,7 +30,7 @@
 
 // ParallelPhasedExecution: even phases on even IPUs, odd ones on odd IPUs. A2 (phase 0)
 // on IPU 1 breaks the rule; on IPU 2 it is accepted.
-// PARITY: error: ParallelPhasedExecution runs even phases on even IPUs, but block 'A2' of phase 0 is on IPU 1; move it to an even IPU
+// PARITY: assign-stages-checks.mlir:40:8: error: ParallelPhasedExecution runs even phases on even IPUs, but block 'A2' of phase 0 is on IPU 1; move it to an even IPU
 // PARALLEL-LABEL: func.func @three_blocks
 // PARALLEL-NEXT:    "ipu.relu"{{.*}}ipu.phase = 0 : i64, ipu.stage = #ipu.stage<0 : i64, 0 : i64>
 // PARALLEL-NEXT:    "ipu.exp"{{.*}}ipu.phase = 0 : i64, ipu.stage = #ipu.stage<1 : i64, 2 : i64>

@@ -3,6 +3,7 @@ numbers as PyTorch on CPU, fail with the spec's checks, and give the machine mod
 timeline (ramp-up / ramp-down idle time, stash memory per schedule)."""
 
 import copy
+import inspect
 
 import pytest
 import torch
@@ -286,7 +287,7 @@ def test_phase_stages_must_match_its_ipus_and_parallel_parity():
     strategy.phase(0).ipus(0)
     message = pipeline_error(PhasedModel(), (torch.rand(20, 1),),
                              poptorch.Options().setExecutionStrategy(strategy))
-    assert message.startswith("phase 0 has 2 stages but its ipus() lists 1 IPUs; give one IPU "
+    assert message.startswith("phase 0 has 2 stages but its ipus() lists 1 IPU; give one IPU "
                               "per stage of the Phase")
     strategy = phased_strategy()
     strategy.phase(1).ipus(1, 2)
@@ -400,3 +401,12 @@ def test_timeline_needs_a_compiled_model():
     ipu(torch.randn(1, 2))
     timeline = ipu.getTimeline()
     assert list(timeline.events) == [0] and timeline.idle_fraction == 0.0
+
+
+def test_placement_errors_point_at_the_users_block():
+    opts = poptorch.Options().deviceIterations(3)
+    with pytest.raises(poptorch.Error) as info:
+        poptorch.inferenceModel(ThreeIpus(), opts)(torch.randn(3, 2))
+    lines, start = inspect.getsourcelines(ThreeIpus.forward)
+    line = start + next(n for n, text in enumerate(lines) if "torch.relu" in text)
+    assert info.value.location.endswith(f"test_strategies.py:{line}")  # the blocks' layer
