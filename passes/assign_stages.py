@@ -17,6 +17,7 @@ from poptorch.dialects import stage_attr
 from poptorch.dialects.ipu import i64
 
 from .registry import Option, Pass, register
+from .stages import producer
 
 # ops that compute nothing and may stay outside blocks
 NEUTRAL = ("ipu.constant", "func.", "torch.constant.", "torch.prim.ListConstruct",
@@ -171,8 +172,7 @@ def _inherit_backward(ops: list[ir.Operation], keys: dict[ir.Operation, str]) ->
         left = []
         for op in todo:
             users = [use.owner.operation for r in op.results for use in r.uses]
-            producers = [v.owner.operation for v in op.operands
-                         if isinstance(v.owner, ir.Operation | ir.OpView)]
+            producers = [p for p in map(producer, op.operands) if p is not None]
             key = next((keys[n] for n in users + producers if n in keys), None)
             if key is None:
                 left.append(op)

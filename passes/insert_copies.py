@@ -14,7 +14,7 @@ from torch_mlir import ir
 from poptorch.dialects.ipu import i64
 
 from .registry import Pass, register
-from .stages import functions, placement
+from .stages import functions, placement, producer
 
 
 @register
@@ -46,10 +46,9 @@ class InsertCopies(Pass):
 
 def _source_ipu(value: ir.Value) -> int | None:
     """The IPU a value is computed on, if it is the result of a stage call (or a copy)."""
-    owner = value.owner
-    if not isinstance(owner, ir.Operation | ir.OpView):
+    owner = producer(value)
+    if owner is None:
         return None
-    owner = owner.operation
     if owner.name == "ipu.copy":
         return ir.IntegerAttr(owner.attributes["dst_ipu"]).value
     where = placement(owner) if owner.name == "func.call" else None

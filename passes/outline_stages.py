@@ -31,27 +31,10 @@ from torch_mlir import ir
 from poptorch.dialects import stage_attr
 
 from .registry import Option, Pass, register
-from .stages import functions, placement, str_attribute, symbol
+from .stages import backward_ops, functions, placement, producer, str_attribute, symbol
 
 # ops cloned into every stage that uses them rather than passed between stages
 CLONED = ("ipu.constant", "ipu.iota", "torch.constant.", "arith.constant")
-
-
-def _backward_ops(ops: list[ir.Operation]) -> set[ir.Operation]:
-    """Ops of the backward pass: tagged `ipu.backward` and not feeding a forward op (CSE
-    may merge a forward op with a backward one; the merged op is forward)."""
-    body = set(ops)
-    backward = {op for op in ops if "ipu.backward" in op.attributes}
-    changed = True
-    while changed:
-        changed = False
-        for op in list(backward):
-            users = {use.owner.operation for r in op.results for use in r.uses}
-            if any(u in body and u not in backward and placement(u) is not None
-                   for u in users):
-                backward.discard(op)
-                changed = True
-    return backward
 
 
 @register
@@ -79,7 +62,7 @@ class OutlineStages(Pass):
 
     def _outline(self, func: ir.Operation, ops: list[ir.Operation]) -> None:
         body, terminator = ops[:-1], ops[-1]
-        backward = _backward_ops(body)
+        backward = backward_ops(body)
         forward_stages = [placement(op)[0] for op in body
                           if placement(op) is not None and op not in backward]
         last = max(forward_stages, default=0)
@@ -123,7 +106,7 @@ class OutlineStages(Pass):
     def _segment(op, where, current, segments, group_of) -> tuple[int, int, int]:
         """The segment of its stage that `op` joins: the stage's latest one if that comes
         after every segment `op` reads from, else a new one, last in the order."""
-        needed = max((segments.index(group_of[p]) for p in map(_producer, op.operands)
+        needed = max((segments.index(group_of[p]) for p in map(producer, op.operands)
                       if p is not None and p in group_of), default=-1)
         key = current.get(where)
         if key is None or segments.index(key) < needed:
@@ -137,10 +120,10 @@ class OutlineStages(Pass):
         for key in order:
             for op in groups[key]:
                 for value in op.operands:
-                    producer = _producer(value)
-                    if producer is None or producer not in group_of:
+                    made_by = producer(value)
+                    if made_by is None or made_by not in group_of:
                         continue
-                    source = group_of[producer]
+                    source = group_of[made_by]
                     if rank[source] > rank[key]:
                         block = str_attribute(op, "ipu.block", "?")
                         raise self.error(
@@ -156,12 +139,12 @@ class OutlineStages(Pass):
         cloned: list[ir.Operation] = []
         for op in group:
             for value in op.operands:
-                producer = _producer(value)
-                if producer is not None and producer in members:
+                made_by = producer(value)
+                if made_by is not None and made_by in members:
                     continue
-                if producer is not None and producer.name.startswith(CLONED):
-                    if producer not in cloned:
-                        cloned.append(producer)
+                if made_by is not None and made_by.name.startswith(CLONED):
+                    if made_by not in cloned:
+                        cloned.append(made_by)
                 elif value not in inputs:
                     inputs.append(value)
         outputs = [r for op in group for r in op.results
@@ -197,9 +180,9 @@ class OutlineStages(Pass):
                                  for v in inputs])
         with ir.InsertionPoint(block):
             clones = {}
-            for producer in cloned:
-                clone = producer.clone()
-                clones.update(zip(producer.results, clone.results, strict=True))
+            for constant in cloned:
+                clone = constant.clone()
+                clones.update(zip(constant.results, clone.results, strict=True))
             for op in group:
                 op.detach_from_parent()
                 ir.InsertionPoint(block).insert(op)
@@ -217,11 +200,6 @@ class OutlineStages(Pass):
                 # moved ops get new Python wrappers (hashed apart): compare parents, by ==
                 if not owner.parent == stage_fn:
                     owner.operands[use.operand_number] = result
-
-
-def _producer(value: ir.Value) -> ir.Operation | None:
-    owner = value.owner
-    return owner.operation if isinstance(owner, ir.Operation | ir.OpView) else None
 
 
 def _shared(key: tuple[int, int], group_of) -> bool:

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .outline_stages import _backward_ops
 from .registry import Pass, register
-from .stages import functions, placement
+from .stages import backward_ops, functions, placement, producer
 
 
 @register
@@ -30,7 +29,7 @@ class Recompute(Pass):
     def run(self, module: ir.Operation) -> None:
         for func in functions(module):
             ops = [op.operation for op in func.regions[0].blocks[0].operations][:-1]
-            backward = _backward_ops(ops)
+            backward = backward_ops(ops)
             if not backward:
                 continue
             forward = [op for op in ops if op not in backward and placement(op) is not None]
@@ -54,21 +53,18 @@ class Recompute(Pass):
         """`value`, recomputed before `before` if a forward op of stage `where` made it."""
         if value in clones:
             return clones[value]
-        owner = value.owner
-        if not isinstance(owner, ir.Operation | ir.OpView):
-            return value
-        producer = owner.operation
-        if (producer not in forward_set or placement(producer) != where
-                or "ipu.checkpoint" in producer.attributes or not producer.operands):
+        source = producer(value)
+        if (source is None or source not in forward_set or placement(source) != where
+                or "ipu.checkpoint" in source.attributes or not source.operands):
             return value
         operands = [self._recompute(v, where, forward_set, before, clones)
-                    for v in producer.operands]
+                    for v in source.operands]
         with ir.InsertionPoint(before):
-            clone = producer.clone()
+            clone = source.clone()
         for n, v in enumerate(operands):
             clone.operands[n] = v
         clone.attributes["ipu.backward"] = ir.UnitAttr.get()
         clone.attributes["ipu.recomputed"] = ir.UnitAttr.get()
-        for old, new in zip(producer.results, clone.results, strict=True):
+        for old, new in zip(source.results, clone.results, strict=True):
             clones[old] = new
         return clones[value]

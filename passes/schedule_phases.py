@@ -28,7 +28,7 @@ from torch_mlir import ir
 from poptorch.dialects.ipu import i64
 
 from .registry import Option, Pass, register
-from .stages import StageCall, functions, stage_calls, symbol
+from .stages import StageCall, functions, producer, stage_calls, symbol
 
 LIVENESS = ("always-live", "off-chip-after-fwd", "off-chip-after-fwd-no-overlap",
             "off-chip-after-each-phase")
@@ -72,7 +72,6 @@ class SchedulePhases(Pass):
                     self.callees[c.name].attributes["ipu.phase"] = i64(c.phase)
 
     def _transfers(self, func: ir.Operation, calls: list[StageCall]) -> None:
-        by_op = {c.op: c for c in calls}
         args = set(func.regions[0].blocks[0].arguments)
         loads: dict[tuple[ir.Value, int, int], ir.Value] = {}
         stored: set[ir.Value] = set()
@@ -81,7 +80,7 @@ class SchedulePhases(Pass):
                 if value in args:
                     source, offchip = None, True
                 else:
-                    source, value = _producer_call(value, by_op)
+                    source, value = _producer_call(value, calls)
                     if source is None or source.phase == c.phase:
                         continue
                     offchip = self._offchip(source, c, value)
@@ -118,9 +117,8 @@ class SchedulePhases(Pass):
         if callee is None:
             return False
         ret = list(callee.regions[0].blocks[0].operations)[-1].operation
-        producer = ret.operands[ir.OpResult(value).result_number].owner
-        return (isinstance(producer, ir.Operation | ir.OpView)
-                and "ipu.backward" in producer.operation.attributes)
+        source = producer(ret.operands[ir.OpResult(value).result_number])
+        return source is not None and "ipu.backward" in source.attributes
 
     def _transfer(self, name: str, value: ir.Value, ipu: int, results) -> ir.Operation:
         attrs = {"ipu": i64(ipu)}
@@ -129,15 +127,16 @@ class SchedulePhases(Pass):
         return ir.Operation.create(name, results=results, operands=[value], attributes=attrs)
 
 
-def _producer_call(value: ir.Value, by_op) -> tuple[StageCall | None, ir.Value]:
-    """The stage call computing `value` (looking through ipu.copy) and its own result."""
-    owner = value.owner
-    if not isinstance(owner, ir.Operation | ir.OpView):
+def _producer_call(value: ir.Value, calls: list[StageCall]
+                   ) -> tuple[StageCall | None, ir.Value]:
+    """The stage call computing `value` (looking through ipu.copy) and its own result.
+    Compared with == (the pointer): wrappers of an op may differ once ops are inserted."""
+    owner = producer(value)
+    if owner is None:
         return None, value
-    owner = owner.operation
     if owner.name == "ipu.copy":
-        return _producer_call(owner.operands[0], by_op)
-    return next((c for c in by_op.values() if c.op == owner), None), value
+        return _producer_call(owner.operands[0], calls)
+    return next((c for c in calls if c.op == owner), None), value
 
 
 def _after(op: ir.Operation) -> ir.Operation:

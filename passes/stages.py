@@ -25,6 +25,29 @@ def placement(op: ir.Operation) -> tuple[int, int] | None:
     return attr.stage.maybe_downcast().value, attr.ipu.maybe_downcast().value
 
 
+def producer(value: ir.Value) -> ir.Operation | None:
+    """The op computing `value`, or None for a block argument."""
+    owner = value.owner
+    return owner.operation if isinstance(owner, ir.Operation | ir.OpView) else None
+
+
+def backward_ops(ops: list[ir.Operation]) -> set[ir.Operation]:
+    """Ops of the backward pass: tagged `ipu.backward` and not feeding a forward op (CSE
+    may merge a forward op with a backward one; the merged op is forward)."""
+    body = set(ops)
+    backward = {op for op in ops if "ipu.backward" in op.attributes}
+    changed = True
+    while changed:
+        changed = False
+        for op in list(backward):
+            users = {use.owner.operation for r in op.results for use in r.uses}
+            if any(u in body and u not in backward and placement(u) is not None
+                   for u in users):
+                backward.discard(op)
+                changed = True
+    return backward
+
+
 def int_attribute(op: ir.Operation, name: str, default: int | None = None) -> int | None:
     return ir.IntegerAttr(op.attributes[name]).value if name in op.attributes else default
 

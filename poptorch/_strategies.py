@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from poptorch.passes import get_pass
+
+from ._options_categories import check_bool, check_enum, check_int
 from .enums import AutoStage, Liveness, PipelineSchedule
 from .errors import Error
 
@@ -49,9 +52,7 @@ class Stage:
 
     def ipu(self, ipu: int) -> Stage:
         """Set the IPU on which this stage will run."""
-        if not isinstance(ipu, int) or isinstance(ipu, bool) or ipu < 0:
-            raise Error(f"Stage.ipu: ipu must be an int >= 0, got {ipu!r}", type="options")
-        self._ipu = ipu
+        self._ipu = check_int("Stage.ipu: ipu", ipu, 0)
         return self
 
     def __repr__(self) -> str:
@@ -167,20 +168,14 @@ class PipelinedExecution(_Strategy):
         """Beyond PopTorch's public API (PopART's pipeline recomputation): backward stages
         recompute forward activations, from their stage inputs and the values marked with
         poptorch.recomputationCheckpoint, instead of stashing them."""
-        if not isinstance(enabled, bool):
-            raise Error(f"useRecomputation: enabled must be a bool, got {enabled!r}",
-                        type="options")
-        self._recompute = enabled
+        self._recompute = check_bool("useRecomputation: enabled", enabled)
         return self
 
     def _recompute_steps(self) -> list[str]:
         return ["ipu-recompute"] if self._recompute else []
 
     def setSchedule(self, schedule: PipelineSchedule) -> PipelinedExecution:  # noqa: N802
-        if not isinstance(schedule, PipelineSchedule):
-            raise Error(f"setSchedule: schedule must be a poptorch.PipelineSchedule, got "
-                        f"{schedule!r}", type="options")
-        self._schedule = schedule
+        self._schedule = check_enum("setSchedule: schedule", schedule, PipelineSchedule)
         return self
 
     def _schedule_options(self) -> dict[str, Any]:
@@ -217,17 +212,11 @@ class _PhasedExecution(_Strategy):
         return self._phases[phase]
 
     def setTensorsLiveness(self, liveness: Liveness) -> _PhasedExecution:  # noqa: N802
-        if not isinstance(liveness, Liveness):
-            raise Error(f"setTensorsLiveness: liveness must be a poptorch.Liveness, got "
-                        f"{liveness!r}", type="options")
-        self._liveness = liveness
+        self._liveness = check_enum("setTensorsLiveness: liveness", liveness, Liveness)
         return self
 
     def useSeparateBackwardPhase(self, use: bool = True) -> _PhasedExecution:  # noqa: N802
-        if not isinstance(use, bool):
-            raise Error(f"useSeparateBackwardPhase: use must be a bool, got {use!r}",
-                        type="options")
-        self._separate_backward = use
+        self._separate_backward = check_bool("useSeparateBackwardPhase: use", use)
         return self
 
     def _all_stages(self) -> list[Stage]:
@@ -272,9 +261,9 @@ class ParallelPhasedExecution(_PhasedExecution):
 
 
 def _step(name: str, options: dict[str, Any]) -> str:
-    items = [f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-             for k, v in options.items() if v != ""]
-    return f"{name}{{{' '.join(items)}}}" if items else name
+    """`name{options}` as the pass registry writes it (checking names and types)."""
+    values = {key.replace("-", "_"): value for key, value in options.items()}
+    return name + get_pass(name)(**values).option_text()
 
 
 def multi_ipu_steps(strategy: _Strategy | None, micro_batches: int,

@@ -338,6 +338,12 @@ def test_strategy_api_errors():
     with pytest.raises(poptorch.Error, match="Phase takes one or more Stages or one or more "
                                              "block ids"):
         poptorch.Phase(1)
+    with pytest.raises(poptorch.Error, match="useRecomputation: enabled must be True or "
+                                             "False, got 1"):
+        poptorch.PipelinedExecution().useRecomputation(1)
+    with pytest.raises(poptorch.Error, match="useSeparateBackwardPhase: use must be True or "
+                                             "False, got 'yes'"):
+        phased_strategy().useSeparateBackwardPhase("yes")
 
 
 def test_separate_backward_phase_numbers_backward_phases_apart():
