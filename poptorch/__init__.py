@@ -41,11 +41,15 @@ _LAZY = {
     "identity_loss": ".ops",
     "ipu_print_tensor": ".ops",
     "recomputationCheckpoint": ".ops",
+    "set_available_memory": ".ops",
+    "ipuHardwareIsAvailable": "._hardware",
+    "ipuHardwareVersion": "._hardware",
+    "setLogLevel": "._logging",
 }
 
 
 # submodules the spec names directly (poptorch.enums.CommGroupType, ...)
-_SUBMODULES = ("enums", "options", "ops", "data", "optim")
+_SUBMODULES = ("enums", "options", "ops", "data", "optim", "profiling")
 
 
 def __getattr__(name: str):
