@@ -24,6 +24,7 @@ from poptorch.runtime.jit import Program, compile_module
 from poptorch.runtime.timeline import Timeline, simulate
 
 from . import _frontend
+from ._logging import TRACE_ALL, CompileProgress, logger
 from .errors import Error
 
 PIPELINE = (
@@ -97,27 +98,41 @@ def _dump(module: ir.Module, directory: str, index: int, step: str) -> str:
 
 
 def lower(module: ir.Module, context: ir.Context, dump_dir: str | None,
-          timings: dict[str, float], multi_ipu: tuple[str, ...] = ()) -> None:
+          timings: dict[str, float], multi_ipu: tuple[str, ...] = (),
+          progress: CompileProgress | None = None, log_dir: str | None = None) -> None:
     """Run PIPELINE, then the multi-IPU steps of the execution strategy, on `module` in
-    place, dumping and timing each step."""
+    place, dumping, timing and logging each step (the IR after it at TRACE_ALL)."""
     if dump_dir:
         _dump(module, dump_dir, 0, "import")
     for index, step in enumerate(PIPELINE + tuple(multi_ipu), start=1):
+        name = _step_name(step)
+        if progress:
+            progress.start(name)
         before = module.operation.get_asm(enable_debug_info=True)
         start = time.perf_counter()
         try:
             build_pass_manager(parse_pipeline(step), context).run(module.operation)
         except ir.MLIRError as err:
-            raise _pipeline_error(err, before, step) from None
-        timings[_step_name(step)] = time.perf_counter() - start
+            raise _pipeline_error(err, before, step, log_dir) from None
+        timings[name] = time.perf_counter() - start
+        logger.debug("%s: %.3f s", name, timings[name])
+        if logger.isEnabledFor(TRACE_ALL):
+            logger.log(TRACE_ALL, "IR after %s:\n%s", name, module)
         if dump_dir:
             _dump(module, dump_dir, index, step)
+        if progress:
+            progress.done()
 
 
-def _pipeline_error(err: ir.MLIRError, before: str, step: str) -> Error:
-    """A user-facing Error for a failed step, with a reproducer written to disk."""
+def _pipeline_error(err: ir.MLIRError, before: str, step: str,
+                    log_dir: str | None = None) -> Error:
+    """A user-facing Error for a failed step, with a reproducer written to `log_dir` (or
+    the system's temporary directory)."""
+    if log_dir:
+        os.makedirs(log_dir, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix="poptorch-repro-",
-                                     delete=False, encoding="utf-8") as f:
+                                     dir=log_dir or None, delete=False,
+                                     encoding="utf-8") as f:
         f.write(before)
     command = f"ipu-opt {f.name} --pass-pipeline='builtin.module({step})'"
     diagnostics = err.error_diagnostics
@@ -132,22 +147,32 @@ def _pipeline_error(err: ir.MLIRError, before: str, step: str) -> Error:
 
 def compile_captured(captured, dump_dir: str | None = None,
                      module_namescope: bool = True, multi_ipu: tuple[str, ...] = (),
-                     steps: int = 1) -> Compiled:
+                     steps: int = 1, progress: CompileProgress | None = None,
+                     log_dir: str | None = None) -> Compiled:
     """Import, lower and JIT-compile a captured model (anything with a `graph_module`:
     an inference `_frontend.Captured` or a training `_training.TrainingCaptured`).
 
     `multi_ipu` are the execution strategy's pipeline steps; the machine model simulates
-    `steps` back-to-back runs of the schedule they build (one call of the model)."""
+    `steps` back-to-back runs of the schedule they build (one call of the model).
+    `progress` advances once for the import, each pipeline step and the JIT."""
     timings: dict[str, float] = {}
     context = make_context()
     with context, ir.Location.unknown():
+        if progress:
+            progress.start("import")
         start = time.perf_counter()
         module = _frontend.import_to_mlir(captured.graph_module, context, module_namescope)
         timings["import"] = time.perf_counter() - start
-        lower(module, context, dump_dir, timings, multi_ipu)
+        if progress:
+            progress.done()
+        lower(module, context, dump_dir, timings, multi_ipu, progress, log_dir)
+        if progress:
+            progress.start("jit")
         start = time.perf_counter()
         program = compile_module(module)
         timings["jit"] = time.perf_counter() - start
+        if progress:
+            progress.done()
         text = module.operation.get_asm(enable_debug_info=True)
         timeline = simulate(module, steps)
     if dump_dir:

@@ -10,6 +10,7 @@ axis, and returns outputs as `Options.outputMode` asks.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from torch.utils import _pytree as pytree
 
 from poptorch.runtime.random import device_random
 
-from . import _compiler, _frontend, _strategies
+from . import _compiler, _frontend, _logging, _strategies
 from . import _replica_grouping as grouping
 from .enums import CommGroupType, OutputMode
 from .errors import Error
@@ -141,6 +142,10 @@ class PoplarExecutor:
             raise Error("this model was destroyed; wrap the model again to use it",
                         type="executor")
 
+    def _name(self) -> str:
+        """The model's name: `Options.modelName`, else "training" or "inference"."""
+        return self._options.model_name or ("training" if self._training else "inference")
+
     def _accumulation(self) -> int:
         """Micro-batches per replica and device iteration (gradient accumulation)."""
         return 1
@@ -192,13 +197,26 @@ class PoplarExecutor:
         micro, _ = self._split(flat)
         m_args, m_kwargs = pytree.tree_unflatten(micro, spec)
         model = grouping.per_replica_model(self._model, self._groupings)
-        captured = self._capture(_narrowed(model), m_args, m_kwargs)
         micro_batches = self._accumulation() if self._training else opts.device_iterations
         multi_ipu = _strategies.multi_ipu_steps(opts.execution_strategy, micro_batches,
                                                 opts.auto_round_num_ipus)
-        self._compiled = _compiler.compile_captured(
-            captured, opts.ir_dump_dir, opts.module_namescope, tuple(multi_ipu),
-            steps=opts.device_iterations if self._training else 1)
+        _logging.configure(opts)
+        # capture, import, the pipeline's steps and the JIT
+        total = 3 + len(_compiler.PIPELINE) + len(multi_ipu)
+        progress = _logging.CompileProgress(opts.show_compilation_progress_bar, total)
+        start = time.perf_counter()
+        try:
+            progress.start("capture")
+            captured = self._capture(_narrowed(model), m_args, m_kwargs)
+            progress.done()
+            self._compiled = _compiler.compile_captured(
+                captured, opts.ir_dump_dir, opts.module_namescope, tuple(multi_ipu),
+                steps=opts.device_iterations if self._training else 1, progress=progress,
+                log_dir=opts.log_dir)
+        finally:
+            progress.close()
+        _logging.logger.info("compiled the %s model in %.2f s", self._name(),
+                             time.perf_counter() - start)
         opts._freeze()  # compile-time options may not change under a compiled model
         self._in_spec = spec
         self._input_meta = [(tuple(t.shape), t.dtype) for t in micro

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import copy
 import inspect
-import logging
 import numbers
 import os
 from typing import Any
 
+from ._logging import logger as log
 from ._options_categories import (
     OptionsGroup,
     TensorLocationSettings,
@@ -36,8 +36,6 @@ from .enums import CommGroupType, ConnectionType, OutputMode, SyncPattern
 from .errors import Error
 
 __all__ = ["Options", "TensorLocationSettings"]
-
-log = logging.getLogger("poptorch")
 
 _CATEGORIES = ("Training", "Precision", "TensorLocations", "Distributed", "Jit")
 _NOT_SETTERS = frozenset({"clone", "toDict", "loadFromFile", "defaultOutputMode"})
@@ -78,7 +76,7 @@ class Options(OptionsGroup):
         self.available_memory_proportion: dict[int, float] = {}
         self.executable_cache_dir: str | None = os.environ.get("POPTORCH_CACHE_DIR") or None
         self.profile_dir: str | None = None  # None: profiling disabled
-        self.log_dir = "."
+        self.log_dir: str | None = None  # None: current directory, no log file
         self.model_name: str | None = None  # None: "inference" or "training"
         self.log_cycle_count = False
         self.show_compilation_progress_bar = True
@@ -304,7 +302,9 @@ class Options(OptionsGroup):
         return self
 
     def logDir(self, log_dir: str) -> Options:  # noqa: N802
-        """Directory where PopTorch saves log files (default: current directory)."""
+        """Directory where PopTorch saves log files: the log (`poptorch.log`) and the
+        reproducers of failed compilation steps (default: none written; reproducers go to
+        the system's temporary directory)."""
         self.log_dir = check_str("logDir: log_dir", log_dir)
         return self
 

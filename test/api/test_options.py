@@ -47,7 +47,7 @@ def test_defaults():
     assert opts.random_seed is None and opts.ir_dump_dir is None
     assert opts.broadcast_buffers is True and opts.use_ipu_model is False
     assert opts.connection_type == ConnectionType.Always and opts.sync_pattern == SyncPattern.Full
-    assert opts.executable_cache_dir is None and opts.log_dir == "."
+    assert opts.executable_cache_dir is None and opts.log_dir is None
     assert opts.defaultOutputMode()
     assert opts.Training.gradient_accumulation == 1
     assert opts.Training.accumulation_and_replication_reduction_type == ReductionType.Mean
