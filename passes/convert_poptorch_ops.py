@@ -4,9 +4,18 @@ torch-mlir imports torch.library custom ops as opaque `torch.operator`s, which i
 backend pipeline rejects, so this runs first, on the freshly imported module: each
 `torch.operator "torch.poptorch.<name>"` becomes its ipu op between torch_c casts.
 Other opaque operators are left for `ipu-check-torch-ops` to report.
+
+`set_available_memory(x, p)` becomes `x`, its proportion annotating the op producing x
+when that is a convolution, matrix product, embedding or indexing op (through views and
+Linear's bias addition); elsewhere it is an identity (spec 4.6.9). The annotation rides
+in the producer's location metadata as `ipu.available_memory = p : f64`, which survives
+torch-mlir's decompositions; `ipu-import-annotations` then puts it on the ipu ops, where
+the machine model's cost model reads it.
 """
 
 from __future__ import annotations
+
+import logging
 
 from torch_mlir import ir, rewrite
 
@@ -16,6 +25,8 @@ from poptorch.dialects.structure import NopOp, PrintOp
 
 from .conversion.common import Builder, Patterns, Unsupported
 from .registry import Pass, register
+
+log = logging.getLogger("poptorch.passes")
 
 
 def nop(op: ir.OpView, b: Builder) -> ir.Value:
@@ -59,12 +70,81 @@ def lower_operator(op: ir.OpView, b: Builder) -> ir.Value:
     return lowering(op, b)
 
 
+# torch ops whose temporary memory set_available_memory tunes (spec 4.6.9: convolution,
+# matrix multiplication, embedding lookups, indexing operations), and ops looked through
+# to find one (views, and the bias addition torch.export splits out of nn.Linear).
+AVAILABLE_MEMORY_OPS = frozenset(f"torch.aten.{name}" for name in (
+    "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "mm", "bmm", "matmul", "addmm", "baddbmm",
+    "linear", "einsum", "embedding", "embedding_bag", "_embedding_bag", "index_select",
+    "gather", "index.Tensor", "index_put", "_index_put_impl", "scatter.src", "scatter_add",
+    "scatter_reduce.two"))
+LOOKED_THROUGH = frozenset({"torch.aten.view", "torch.aten._unsafe_view", "torch.aten.reshape",
+                            "torch.aten.add.Tensor"})
+SET_AVAILABLE_MEMORY = "torch.poptorch.set_available_memory"
+
+
+def tuned_producer(value: ir.Value) -> ir.Operation | None:
+    """The op set_available_memory on `value` tunes, if any."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView):
+        return None
+    name = owner.operation.name
+    if name in AVAILABLE_MEMORY_OPS:
+        return owner.operation
+    if name in LOOKED_THROUGH:
+        for operand in owner.operands:
+            if str(operand.type).startswith("!torch.vtensor") and (
+                    found := tuned_producer(operand)) is not None:
+                return found
+    return None
+
+
+def annotate(op: ir.Operation, key: str, attr: ir.Attribute) -> None:
+    """Add `key = attr` to the fused-location metadata of `op` (ipu-import-annotations
+    turns it into an attribute of the ops `op` becomes)."""
+    loc = op.location
+    entries, inner = {}, [loc]
+    if isinstance(loc, ir.FusedLoc):
+        md = loc.metadata.maybe_downcast() if loc.metadata is not None else None
+        if isinstance(md, ir.DictAttr):
+            entries, inner = {n.name: n.attr for n in md}, list(loc.locations)
+    entries[key] = attr
+    op.location = ir.Location.fused(inner, metadata=ir.DictAttr.get(entries))
+
+
 @register
 class ConvertPoptorchOps(Pass):
     argument = "ipu-convert-poptorch-ops"
     description = "Lower PopTorch's custom ops (torch.operator \"torch.poptorch.*\") to ipu ops"
 
     def run(self, module: ir.Operation) -> None:
+        for op in self.walk(module):
+            if op.name == "torch.operator" and op.attributes["name"].value == SET_AVAILABLE_MEMORY:
+                self.set_available_memory(op)
         patterns = Patterns()
         patterns.lower("torch.operator", lower_operator)
         rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
+
+    def set_available_memory(self, op: ir.Operation) -> None:
+        """Annotate the tuned producer (if any) and forward the tensor."""
+        try:
+            proportion = Builder(op).scalar(op.operands[1])
+        except Unsupported:
+            proportion = None
+        if isinstance(proportion, bool) or not isinstance(proportion, int | float):
+            raise self.error(op, "set_available_memory needs a constant proportion")
+        if not 0.0 <= proportion <= 1.0:
+            raise self.error(op, f"available memory proportion {proportion} is not between "
+                                 "0.0 and 1.0")
+        producer = tuned_producer(op.operands[0])
+        if producer is None:
+            log.debug("set_available_memory at %s: the tensor does not come from a "
+                      "convolution, matrix product, embedding or indexing op; an identity",
+                      op.location)
+        else:
+            with op.context:
+                annotate(producer, "ipu.available_memory",
+                         ir.FloatAttr.get(ir.F64Type.get(), float(proportion)))
+        op.results[0].replace_all_uses_with(op.operands[0])
+        op.erase()

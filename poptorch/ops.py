@@ -43,6 +43,19 @@ def _(tensor, title):
     return torch.empty_like(tensor)
 
 
+@torch.library.custom_op("poptorch::set_available_memory", mutates_args=())
+def _set_available_memory(tensor: torch.Tensor, proportion: float) -> torch.Tensor:
+    return tensor.clone()
+
+
+@_set_available_memory.register_fake
+def _(tensor, proportion):
+    return torch.empty_like(tensor)
+
+
+_set_available_memory.register_autograd(lambda ctx, grad: (grad, None))
+
+
 def nop(tensor: torch.Tensor) -> torch.Tensor:
     """A no-operation: an identity that is never optimised away (spec 4.6.5)."""
     return _nop(tensor)
@@ -64,6 +77,25 @@ def ipu_print_tensor(tensor: torch.Tensor, title: str = "") -> torch.Tensor:
     Use the returned tensor in the rest of the model (spec 4.6.2).
     """
     return _ipu_print_tensor(tensor, title)
+
+
+def set_available_memory(tensor: torch.Tensor,
+                         available_memory_proportion: float) -> torch.Tensor:
+    """Set the proportion of tile memory the op producing `tensor` (a convolution, matrix
+    multiplication, embedding lookup or indexing operation) may use for temporary data
+    (spec 4.6.9); on the output of any other op it is an identity. Returns `tensor`.
+
+    Less temporary memory makes the machine model's plan of the op serialise its
+    exchange into more steps (more cycles, see `poptorch.runtime.machine`).
+    """
+    from .errors import Error
+
+    value = available_memory_proportion
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise Error("set_available_memory: available_memory_proportion must be a proportion "
+                    "between 0.0 and 1.0 (inclusive) of tile memory to be made available for "
+                    f"temporary memory (default 0.6), got {value!r}", type="api")
+    return _set_available_memory(tensor, float(value))
 
 
 _REDUCTIONS = ("sum", "mean", "none")

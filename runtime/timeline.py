@@ -1,5 +1,5 @@
-"""Per-IPU timeline of a multi-IPU module: list scheduling of its stage tasks in the order
-the schedule pass wrote.
+"""Per-IPU timeline of a module's run: list scheduling of its stage tasks in the order the
+schedule pass wrote, with host I/O, transfers and per-step epilogue work.
 
 Input contract (what the multi-IPU passes produce): `func.func @main` calls stage
 functions with `func.call @fn(...) {ipu.stage = #ipu.stage<S, I>}` (stage S on IPU I,
@@ -8,22 +8,37 @@ and go through Streaming Memory with `"ipu.remote_load"(%v) {ipu}` /
 `"ipu.remote_store"(%v) {ipu}`. `@main` carries `ipu.schedule` ("gpipe", "1f1b",
 "sharded", "phased"), `ipu.micro_batches = m` and `ipu.tasks = array<i64: k0, mb0, k1,
 mb1, ...>`: the global order of tasks, task (k, mb) being the k-th `func.call` of @main
-(program order) run on micro-batch mb. Without `ipu.tasks` the whole of @main is one
-task on IPU 0 per step.
+(program order) run on micro-batch mb. Without `ipu.tasks` (one IPU, schedule "single")
+the whole of @main is one task on IPU 0, run once per micro-batch (`micro_batches`), in
+sequence.
 
 Simulation, per step (`steps` device iterations back to back), task by task in order:
 a task starts when its IPU is free and every operand is ready: the producing task of
-the same micro-batch has finished and any `ipu.copy` (bytes / IPU-Link bandwidth) or
-`ipu.remote_load` (bytes / Streaming Memory bandwidth) on the way has arrived; a load
-or copy of data no task produces (weights, inputs) starts when the receiving IPU is
-free. It lasts the sum of `op_cycles` of the stage function's ops. An
-`ipu.remote_store` occupies its IPU as soon as its producers have finished.
-@main's arguments (host data) and its other ops (host ops, calls without `ipu.stage`)
-cost nothing here; host I/O joins with issue 6.
+the same micro-batch has finished and any `ipu.copy` (`link_cycles`) or
+`ipu.remote_load` (`streaming_cycles`) on the way has arrived; a load or copy of data no
+task produces (weights, inputs) starts when the receiving IPU is free. It lasts the
+sum of `op_cost` of the stage function's ops (per IPU available memory proportion and
+IO tiles). An `ipu.remote_store` occupies its IPU as soon as its producers have finished.
+
+Host I/O (`streams`): each streamed input of each micro-batch is a "host_load" on the
+IPU of the first task reading it, before that task; each streamed output a
+"host_store" on the IPU holding it, once its producing tasks have finished. A transfer
+takes `host_cycles` (latency + bytes / host-link bandwidth), one at a time per IPU's
+link. Without IO tiles the transfers run on the compute tiles, so they also occupy the
+IPU; with `io_tiles` they overlap compute (Poplar's overlapped I/O).
+
 Barriers: a step starts when the previous one has ended (the pipeline fills and drains
-every step, as PopART's does around each weight update); "sharded" runs one task at a
-time; "phased" starts a phase (a change of `ipu.phase` in the order) when everything
-before it has ended.
+every step, as PopART's does around each weight update); the step's `epilogue` work
+(gradient all-reduce, optimizer update) runs after its last task, serially per IPU,
+before the next step. "sharded" runs one task at a time; "phased" starts a phase (a
+change of `ipu.phase` in the order) when everything before it has ended.
+
+Iterations (steps x micro-batches) give the spec's perf counters per stream ('input':
+load start, 'input_complete': load end, 'output': the output available on the IPU,
+'output_complete': store end) and latencies (getLatency and friends). Without input
+streams an iteration's inputs count as requested and transferred when its first task
+starts; without output streams its outputs as available and written when its last task
+ends: the round trip is then the compute span, host-IPU and IPU-host latencies 0.
 
 `stash_bytes` replays one step's order: per IPU, the peak bytes of task results kept
 for a later task of the same micro-batch on the same IPU (activations stashed between
@@ -33,27 +48,46 @@ a forward stage and its backward stage), so a GPipe order needs more than 1F1B.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 from torch_mlir import ir
 
 from poptorch.errors import Error
 
-from .machine import GC200, Machine, op_cycles, value_bytes
+from .machine import GC200, Machine, OpCost, op_cost, value_bytes
 
 
 @dataclass(frozen=True)
 class Event:
     """One interval on one IPU. `name` is the stage function computing (compute), storing
-    (remote_store) or receiving (copy, remote_load) the data. Copies and loads use the
-    links, not the tiles: they may overlap compute events of the same IPU."""
+    (remote_store) or receiving (copy, remote_load) the data, the stream's name (host_load,
+    host_store) or the epilogue work's. Copies and loads use the links, not the tiles: they
+    may overlap compute events of the same IPU. `micro_batch` is None for per-step work;
+    `breakdown` splits a compute event into compute / exchange / sync cycles."""
 
     kind: str
     name: str
-    micro_batch: int
+    micro_batch: int | None
     start: int
     end: int
     step: int = 0
+    stage: int | None = None
+    phase: int | None = None
+    stream: int | None = None
+    breakdown: dict[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class HostStreams:
+    """Host I/O per micro-batch: (@main argument index, name) of each streamed input and
+    (@main result index, name) of each streamed output, in stream order."""
+
+    inputs: list[tuple[int, str]] = field(default_factory=list)
+    outputs: list[tuple[int, str]] = field(default_factory=list)
+
+
+COUNTERS = ("input", "input_complete", "output", "output_complete")
 
 
 @dataclass
@@ -67,6 +101,14 @@ class Timeline:
     busy_cycles: dict[int, int]  # compute cycles per IPU used by a task
     stash_bytes: dict[int, int]  # peak stashed activations per IPU used by a task
     machine: Machine = field(default=GC200, repr=False)
+    streams: HostStreams = field(default_factory=HostStreams)
+    # cycles per counter, per stream, per iteration; and each iteration's compute span
+    counters: dict[str, list[list[int]]] = field(default_factory=dict, repr=False)
+    spans: list[tuple[int, int]] = field(default_factory=list, repr=False)
+
+    @property
+    def iterations(self) -> int:
+        return self.steps * self.micro_batches
 
     @property
     def total_cycles(self) -> int:
@@ -82,16 +124,48 @@ class Timeline:
     def total_seconds(self) -> float:
         return self.total_cycles / self.machine.tileClockFrequency
 
+    def perf_counters(self) -> dict[str, list[list[float]]]:
+        """The spec's getPerfCounters: per counter, per stream, per iteration, seconds."""
+        clock = self.machine.tileClockFrequency
+        return {key: [[c / clock for c in stream] for stream in self.counters.get(key, [])]
+                for key in COUNTERS}
+
+    def latencies(self) -> dict[str, tuple[float, float, float]]:
+        """(min, max, average) seconds over iterations of the spec's getLatency ('latency'),
+        getComputeLatency ('compute'), getHostIpuLatency ('host_ipu') and
+        getIpuHostLatency ('ipu_host'); see the module docstring without streams."""
+        values: dict[str, list[int]] = {"latency": [], "compute": [], "host_ipu": [],
+                                        "ipu_host": []}
+        c = self.counters
+        for it, (first, last) in enumerate(self.spans):
+            requested = min((s[it] for s in c["input"]), default=first)
+            loaded = max((s[it] for s in c["input_complete"]), default=requested)
+            available = [s[it] for s in c["output"]] or [last]
+            written = max((s[it] for s in c["output_complete"]), default=max(available))
+            values["latency"].append(written - requested)
+            values["compute"].append(max(available) - loaded)
+            values["host_ipu"].append(loaded - requested)
+            values["ipu_host"].append(written - min(available))
+        clock = self.machine.tileClockFrequency
+        return {key: (min(v) / clock, max(v) / clock, sum(v) / len(v) / clock) if v
+                else (0.0, 0.0, 0.0) for key, v in values.items()}
+
     def to_dict(self) -> dict:
         """Plain data for the API and the profile report (IPU keys as strings, for JSON)."""
         return {
             "schedule": self.schedule,
             "micro_batches": self.micro_batches,
             "steps": self.steps,
+            "iterations": self.iterations,
             "total_cycles": self.total_cycles,
             "total_seconds": self.total_seconds,
             "idle_fraction": self.idle_fraction,
             "clock_hz": self.machine.tileClockFrequency,
+            "ipu_version": self.machine.version,
+            "streams": {"inputs": [name for _, name in self.streams.inputs],
+                        "outputs": [name for _, name in self.streams.outputs]},
+            "perf_counters": self.perf_counters(),
+            "latencies": self.latencies(),
             "ipus": {
                 str(ipu): {
                     "busy_cycles": self.busy_cycles.get(ipu, 0),
@@ -103,7 +177,8 @@ class Timeline:
         }
 
 
-Source = tuple[int, int] | None  # (node, result number) of an operand; None: @main argument
+Source = tuple[int, int]  # (node, result number) of an operand; (-1, n): @main argument n
+ARG = -1
 
 
 @dataclass
@@ -113,13 +188,16 @@ class _Node:
     kind: str  # "call" | "copy" | "remote_load" | "remote_store" | "other"
     inputs: list[Source]
     ipu: int = 0  # the call's IPU, the copy's destination, the load's or store's IPU
-    cycles: int = 0  # the call's compute, the transfer's time
+    cycles: int = 0  # the transfer's time (a call's is in `cost`)
     name: str = ""  # a call's callee
     call: int = -1  # a call's index k among the calls of @main
+    stage: int | None = None  # a call's ipu.stage
     phase: int | None = None  # a call's ipu.phase
+    cost: OpCost = field(default_factory=OpCost)
     result_bytes: list[int] = field(default_factory=list)
     stash_users: list[set[int]] = field(default_factory=list)  # per result: calls k reading it
     stash_inputs: set[tuple[int, int]] = field(default_factory=set)  # (k, result) it reads
+    reads: list[int] = field(default_factory=list)  # @main arguments a call reads
 
 
 def _int(attr: ir.Attribute) -> int:
@@ -129,58 +207,98 @@ def _int(attr: ir.Attribute) -> int:
 class _Module:
     """What the simulation reads from the module, in plain Python."""
 
-    def __init__(self, module: ir.Module, machine: Machine) -> None:
-        self.machine = machine
+    def __init__(self, module: ir.Module, machine: Machine, micro_batches: int,
+                 proportions: dict[int, float], io_tiles: int) -> None:
+        self.machine, self.proportions, self.io_tiles = machine, proportions, io_tiles
         self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op
                           for op in module.body.operations if "sym_name" in op.attributes}
         if "main" not in self.functions:
             raise Error("the module has no func.func @main to simulate", type="runtime")
         self.main = self.functions["main"]
-        self.costs: dict[str, int] = {}
+        self.block = self.main.regions[0].blocks[0]
+        self.costs: dict[tuple[str, int], OpCost] = {}
         attrs = self.main.attributes
         self.schedule = (ir.StringAttr(attrs["ipu.schedule"]).value
                          if "ipu.schedule" in attrs else "single")
         flat = list(ir.DenseI64ArrayAttr(attrs["ipu.tasks"])) if "ipu.tasks" in attrs else None
         self.tasks = None if flat is None else list(zip(flat[::2], flat[1::2], strict=True))
-        self.micro_batches = (_int(attrs["ipu.micro_batches"]) if "ipu.micro_batches" in attrs
-                              else 1 + max((mb for _, mb in self.tasks or []), default=0))
         self.nodes: list[_Node] = []
         self.calls: list[_Node] = []  # the k-th stage call of @main
         self.stores: list[_Node] = []
-        self._read_main()
-        if self.tasks is not None:
+        self.returns: list[Source] = []
+        self.arg_bytes = [value_bytes(a) for a in self.block.arguments]
+        if self.tasks is None:
+            self.micro_batches = micro_batches
+            self._whole_main()
+        else:
+            self.micro_batches = (_int(attrs["ipu.micro_batches"])
+                                  if "ipu.micro_batches" in attrs
+                                  else 1 + max((mb for _, mb in self.tasks), default=0))
+            if micro_batches not in (1, self.micro_batches):
+                raise Error(f"the module's schedule runs {self.micro_batches} micro-batches a "
+                            f"step, not {micro_batches}", type="runtime")
+            self._read_main()
             self._check_tasks()
+        self.result_bytes = [value_bytes(v) for v in self._return_op().operands]
 
-    def function_cycles(self, name: str) -> int:
-        """Compute cycles of one call of @name: its ops and the functions it calls."""
-        if name not in self.costs:
+    def _return_op(self) -> ir.OpView:
+        return list(self.block.operations)[-1]
+
+    def function_cost(self, name: str, ipu: int) -> OpCost:
+        """The plan of one call of @name on `ipu`: its ops and the functions it calls."""
+        if (name, ipu) not in self.costs:
             if name not in self.functions:
                 raise Error(f"@main calls @{name}, which the module does not define",
                             type="runtime")
-            self.costs[name] = sum(self.op_cycles(op) for op in
-                                   self.functions[name].regions[0].blocks[0].operations)
-        return self.costs[name]
+            self.costs[name, ipu] = self.ops_cost(
+                self.functions[name].regions[0].blocks[0].operations, ipu)
+        return self.costs[name, ipu]
 
-    def op_cycles(self, op: ir.OpView) -> int:
-        if op.operation.name == "func.call":
-            return self.function_cycles(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-        return op_cycles(op, self.machine)
+    def ops_cost(self, ops, ipu: int) -> OpCost:
+        total = OpCost()
+        for op in ops:
+            if op.operation.name == "func.call":
+                total += self.function_cost(
+                    ir.FlatSymbolRefAttr(op.attributes["callee"]).value, ipu)
+            else:
+                total += op_cost(op, self.machine, self.proportions.get(ipu),
+                                 io_tiles=self.io_tiles)
+        return total
+
+    def _whole_main(self) -> None:
+        """No schedule: @main is one task on IPU 0 reading every argument."""
+        ops = list(self.block.operations)
+        call = _Node("call", [], 0, name="main", call=0, cost=self.ops_cost(ops[:-1], 0),
+                     reads=list(range(len(self.arg_bytes))))
+        self.nodes.append(call)
+        self.calls.append(call)
+        self.returns = [(0, j) for j in range(len(ops[-1].operands))]
+        self.tasks = [(0, mb) for mb in range(self.micro_batches)]
 
     def _read_main(self) -> None:
         index: dict[ir.Operation, int] = {}
-        for op in self.main.regions[0].blocks[0].operations:
+
+        def source(v: ir.Value) -> Source:
+            if isinstance(v, ir.OpResult):
+                return index[v.owner.operation], ir.OpResult(v).result_number
+            return ARG, ir.BlockArgument(v).arg_number
+
+        for op in self.block.operations:
             name = op.operation.name
-            inputs: list[Source] = [
-                (index[v.owner.operation], ir.OpResult(v).result_number)
-                if isinstance(v, ir.OpResult) else None for v in op.operands]
+            inputs = [source(v) for v in op.operands]
+            if name == "func.return":
+                self.returns = inputs
+                continue
             if name == "func.call" and "ipu.stage" in op.attributes:
                 callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                node = _Node("call", inputs, _int(op.attributes["ipu.stage"].ipu),
-                             self.function_cycles(callee), callee, len(self.calls),
-                             (_int(op.attributes["ipu.phase"]) if "ipu.phase" in op.attributes
-                              else None),
-                             [value_bytes(r) for r in op.results],
-                             [set() for _ in op.results])
+                stage = op.attributes["ipu.stage"]
+                node = _Node("call", inputs, _int(stage.ipu), name=callee,
+                             call=len(self.calls), stage=_int(stage.stage),
+                             phase=(_int(op.attributes["ipu.phase"])
+                                    if "ipu.phase" in op.attributes else None),
+                             result_bytes=[value_bytes(r) for r in op.results],
+                             stash_users=[set() for _ in op.results])
+                node.cost = self.function_cost(callee, node.ipu)
                 self.calls.append(node)
             elif name == "ipu.copy":
                 node = _Node("copy", inputs, _int(op.attributes["dst_ipu"]),
@@ -195,15 +313,16 @@ class _Module:
             index[op.operation] = len(self.nodes)
             self.nodes.append(node)
         for call in self.calls:
-            for source in call.inputs:
-                for producer, result in self._direct_producers(source):
+            call.reads = sorted(set().union(*(self.arguments(s) for s in call.inputs)))
+            for s in call.inputs:
+                for producer, result in self._direct_producers(s):
                     if producer.ipu == call.ipu:
                         producer.stash_users[result].add(call.call)
                         call.stash_inputs.add((producer.call, result))
 
     def _direct_producers(self, source: Source) -> list[tuple[_Node, int]]:
         """The call results feeding `source` through no copy or Streaming Memory."""
-        if source is None:
+        if source[0] == ARG:
             return []
         node = self.nodes[source[0]]
         if node.kind == "call":
@@ -214,12 +333,29 @@ class _Module:
 
     def producers(self, source: Source) -> set[int]:
         """The calls (k) whose results reach `source` by any path."""
-        if source is None:
+        if source[0] == ARG:
             return set()
         node = self.nodes[source[0]]
         if node.kind == "call":
             return {node.call}
         return set().union(*(self.producers(s) for s in node.inputs))
+
+    def arguments(self, source: Source) -> set[int]:
+        """The @main arguments reaching `source` through ops other than calls."""
+        if source[0] == ARG:
+            return {source[1]}
+        node = self.nodes[source[0]]
+        return set() if node.kind == "call" else set().union(
+            *(self.arguments(s) for s in node.inputs))
+
+    def holder(self, source: Source) -> int:
+        """The IPU holding the value `source` (IPU 0 for host data)."""
+        if source[0] == ARG:
+            return 0
+        node = self.nodes[source[0]]
+        if node.kind == "other":
+            return min((self.holder(s) for s in node.inputs), default=0)
+        return node.ipu
 
     def _check_tasks(self) -> None:
         seen: set[tuple[int, int]] = set()
@@ -234,17 +370,30 @@ class _Module:
             seen.add((k, mb))
 
 
+Epilogue = Sequence[tuple[str, str, int, int]]  # (kind, name, ipu, cycles) per step
+
+
 class _Run:
     """List scheduling of the task order, step after step."""
 
-    def __init__(self, module: _Module) -> None:
-        self.module = module
+    def __init__(self, module: _Module, streams: HostStreams, overlap_io: bool,
+                 steps: int) -> None:
+        self.module, self.streams, self.overlap_io = module, streams, overlap_io
         self.free: dict[int, int] = defaultdict(int)  # IPU -> cycle it is free from
+        self.link: dict[int, int] = defaultdict(int)  # IPU -> cycle its host link is free
         self.events: dict[int, list[Event]] = defaultdict(list)
         self.finish: dict[tuple[int, int, int], int] = {}  # (step, k, mb) -> end
         self.ready_at: dict[tuple[int, int, int], int | None] = {}  # (node, step, mb)
-        self.stored: dict[tuple[int, int, int], int] = defaultdict(int)  # producers done
+        self.stored: dict[tuple[str, int, int, int], int] = defaultdict(int)  # producers done
         self.store_producers = [module.producers(s.inputs[0]) for s in module.stores]
+        self.output_producers = [module.producers(module.returns[j])
+                                 for j, _ in streams.outputs]
+        self.streamed = {arg: n for n, (arg, _) in enumerate(streams.inputs)}
+        self.loaded: dict[tuple[int, int, int], int] = {}  # (step, mb, arg) -> end
+        iterations = steps * module.micro_batches
+        self.counters = {key: [[0] * iterations for _ in (
+            streams.inputs if key.startswith("input") else streams.outputs)]
+            for key in COUNTERS}
         self.latest = 0  # end of the last event so far
         self.floor = 0  # no task starts before this barrier
 
@@ -258,8 +407,8 @@ class _Run:
     def ready(self, source: Source, step: int, mb: int, consumer: str) -> int | None:
         """When the value `source` of micro-batch `mb` is available to its consumer; None
         when it is host data available at any time."""
-        if source is None:
-            return None
+        if source[0] == ARG:
+            return self.loaded.get((step, mb, source[1]))
         key = (source[0], step, mb)
         if key in self.ready_at:
             return self.ready_at[key]
@@ -281,18 +430,65 @@ class _Run:
         self.ready_at[key] = time
         return time
 
+    def host(self, kind: str, ipu: int, ready: int, nbytes: int, name: str, stream: int,
+             step: int, mb: int) -> int:
+        """One host transfer on `ipu`'s link (and its tiles without IO tiles)."""
+        start = max(ready, self.link[ipu], self.floor,
+                    0 if self.overlap_io else self.free[ipu])
+        end = self.link[ipu] = start + self.module.machine.host_cycles(nbytes)
+        if not self.overlap_io:
+            self.free[ipu] = end
+        self.add(ipu, Event(kind, name, mb, start, end, step, stream=stream))
+        return start
+
+    def load_inputs(self, step: int, call: _Node, mb: int) -> None:
+        for arg in call.reads:
+            if arg in self.streamed and (step, mb, arg) not in self.loaded:
+                n = self.streamed[arg]
+                start = self.host("host_load", call.ipu, 0, self.module.arg_bytes[arg],
+                                  self.streams.inputs[n][1], n, step, mb)
+                self.loaded[step, mb, arg] = self.link[call.ipu]
+                it = step * self.module.micro_batches + mb
+                self.counters["input"][n][it] = start
+                self.counters["input_complete"][n][it] = self.link[call.ipu]
+
+    def store_output(self, n: int, step: int, mb: int, consumer: str) -> None:
+        source = self.module.returns[self.streams.outputs[n][0]]
+        ipu = self.module.holder(source)
+        ready = self.ready(source, step, mb, consumer)
+        ready = self.idle_from(ipu) if ready is None else ready
+        result, name = self.streams.outputs[n]
+        self.host("host_store", ipu, ready, self.module.result_bytes[result], name, n, step,
+                  mb)
+        it = step * self.module.micro_batches + mb
+        self.counters["output"][n][it] = ready
+        self.counters["output_complete"][n][it] = self.link[ipu]
+
     def task(self, step: int, k: int, mb: int) -> None:
         call = self.module.calls[k]
+        self.load_inputs(step, call, mb)
         inputs = [self.ready(s, step, mb, call.name) for s in call.inputs]
-        start = max([self.idle_from(call.ipu), *(t for t in inputs if t is not None)])
-        self.free[call.ipu] = end = start + call.cycles
-        self.add(call.ipu, Event("compute", call.name, mb, start, end, step))
+        start = max([self.idle_from(call.ipu), *(t for t in inputs if t is not None),
+                     *(self.loaded[step, mb, a] for a in call.reads if a in self.streamed)])
+        cost = call.cost
+        self.free[call.ipu] = end = start + cost.cycles
+        self.add(call.ipu, Event("compute", call.name, mb, start, end, step, call.stage,
+                                 call.phase, breakdown={"compute": cost.compute,
+                                                        "exchange": cost.exchange,
+                                                        "sync": cost.sync}))
         self.finish[step, k, mb] = end
-        for s, producers in enumerate(self.store_producers):
-            if k in producers:
-                self.stored[s, step, mb] += 1
-                if self.stored[s, step, mb] == len(producers):
-                    self.store(s, step, mb, call.name)
+        for kind, groups in (("remote", self.store_producers), ("host", self.output_producers)):
+            for s, producers in enumerate(groups):
+                if k in producers:
+                    self.stored[kind, s, step, mb] += 1
+                    if self.stored[kind, s, step, mb] == len(producers):
+                        self.after(kind, s, step, mb, call.name)
+
+    def after(self, kind: str, s: int, step: int, mb: int, name: str) -> None:
+        if kind == "host":
+            self.store_output(s, step, mb, name)
+        else:
+            self.store(s, step, mb, name)
 
     def store(self, s: int, step: int, mb: int, name: str) -> None:
         node = self.module.stores[s]
@@ -301,9 +497,10 @@ class _Run:
         self.free[node.ipu] = end = start + node.cycles
         self.add(node.ipu, Event("remote_store", name, mb, start, end, step))
 
-    def run(self, steps: int) -> None:
-        """Each step starts when the previous one has ended; "sharded" runs one task at a
-        time, "phased" starts a phase when the tasks before it have ended."""
+    def run(self, steps: int, epilogue: Epilogue) -> None:
+        """Each step starts when the previous one (and its epilogue) has ended; "sharded"
+        runs one task at a time, "phased" starts a phase when the tasks before it have
+        ended."""
         tasks, schedule = self.module.tasks, self.module.schedule
         for step in range(steps):
             self.floor = self.latest
@@ -316,10 +513,28 @@ class _Run:
                 phase = call.phase
                 if mb not in started:  # stores of host data: before the micro-batch's tasks
                     started.add(mb)
-                    for s, producers in enumerate(self.store_producers):
-                        if not producers:
-                            self.store(s, step, mb, "main")
+                    for kind, groups in (("remote", self.store_producers),
+                                         ("host", self.output_producers)):
+                        for s, producers in enumerate(groups):
+                            if not producers:
+                                self.after(kind, s, step, mb, "main")
                 self.task(step, k, mb)
+            barrier = self.latest
+            for kind, name, ipu, cycles in epilogue:
+                start = max(barrier, self.free[ipu])
+                self.free[ipu] = start + cycles
+                self.add(ipu, Event(kind, name, None, start, start + cycles, step))
+
+    def spans(self, steps: int) -> list[tuple[int, int]]:
+        """Each iteration's (first task start, last task end)."""
+        spans: dict[tuple[int, int], tuple[int, int]] = {}
+        for events in self.events.values():
+            for e in events:
+                if e.kind == "compute":
+                    first, last = spans.get((e.step, e.micro_batch), (e.start, e.end))
+                    spans[e.step, e.micro_batch] = (min(first, e.start), max(last, e.end))
+        mbs = self.module.micro_batches
+        return [spans.get((step, mb), (0, 0)) for step in range(steps) for mb in range(mbs)]
 
 
 def _stash_bytes(module: _Module) -> dict[int, int]:
@@ -345,22 +560,52 @@ def _stash_bytes(module: _Module) -> dict[int, int]:
     return peak
 
 
-def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200) -> Timeline:
-    """The per-IPU timeline of `steps` runs of @main's task order (see module docstring)."""
+def _check(module: _Module, streams: HostStreams, proportions: dict[int, float],
+           epilogue: Epilogue) -> None:
+    """Stream indices, proportions and epilogue entries a caller got wrong."""
+    for what, entries, count in (("input", streams.inputs, len(module.arg_bytes)),
+                                 ("output", streams.outputs, len(module.result_bytes))):
+        for index, name in entries:
+            if not 0 <= index < count:
+                raise Error(f"host {what} stream '{name}' names {what} {index}, but @main "
+                            f"has {count} {what}s", type="runtime")
+    for ipu, proportion in proportions.items():
+        if not 0.0 <= proportion <= 1.0:
+            raise Error(f"the available memory proportion of IPU {ipu} must be between 0.0 "
+                        f"and 1.0, got {proportion}", type="runtime")
+    for kind, name, ipu, cycles in epilogue:
+        if ipu < 0 or cycles < 0:
+            raise Error(f"epilogue work '{name}' ({kind}) needs an IPU and cycles of at "
+                        f"least 0, got IPU {ipu} and {cycles} cycles", type="runtime")
+
+
+def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
+             micro_batches: int = 1, streams: HostStreams | None = None,
+             proportions: dict[int, float] | None = None, io_tiles: int = 0,
+             epilogue: Epilogue = ()) -> Timeline:
+    """The per-IPU timeline of `steps` runs of @main's task order (see module docstring).
+
+    `micro_batches`: runs of @main a step when it has no `ipu.tasks` (with tasks, the
+    schedule's own count). `streams`: host I/O per micro-batch (None: none).
+    `proportions`: available memory proportion per IPU (default 0.6). `io_tiles`: tiles
+    per IPU kept for I/O, which overlaps compute when there are any. `epilogue`:
+    (kind, name, ipu, cycles) of the work after each step's tasks.
+    """
     if steps < 1:
         raise Error(f"steps must be at least 1, got {steps}", type="runtime")
-    mod = _Module(module, machine)
-    if mod.tasks is None:
-        cycles = sum(mod.op_cycles(op) for op in mod.main.regions[0].blocks[0].operations)
-        events = [Event("compute", "main", 0, step * cycles, (step + 1) * cycles, step)
-                  for step in range(steps)]
-        return Timeline(mod.schedule, mod.micro_batches, steps, {0: events},
-                        {0: steps * cycles}, {0: 0}, machine)
-    run = _Run(mod)
-    run.run(steps)
+    if micro_batches < 1:
+        raise Error(f"micro_batches must be at least 1, got {micro_batches}", type="runtime")
+    streams = streams or HostStreams()
+    proportions = dict(proportions or {})
+    machine.compute_tiles(io_tiles)
+    mod = _Module(module, machine, micro_batches, proportions, io_tiles)
+    _check(mod, streams, proportions, epilogue)
+    run = _Run(mod, streams, io_tiles > 0, steps)
+    run.run(steps, epilogue)
     ipus = sorted({mod.calls[k].ipu for k, _ in mod.tasks})
     busy = {ipu: sum(e.end - e.start for e in run.events[ipu] if e.kind == "compute")
             for ipu in ipus}
     stash = _stash_bytes(mod)
     return Timeline(mod.schedule, mod.micro_batches, steps, dict(sorted(run.events.items())),
-                    busy, {ipu: stash.get(ipu, 0) for ipu in ipus}, machine)
+                    busy, {ipu: stash.get(ipu, 0) for ipu in ipus}, machine, streams,
+                    run.counters, run.spans(steps))

@@ -1,9 +1,9 @@
-"""The machine description, `op_cycles` and the per-IPU timeline of multi-IPU modules.
+"""The per-IPU timeline of multi-IPU modules (the cost of single ops: test_cost_model.py).
 
 Modules are written as MLIR text in the form the multi-IPU passes produce (stage
 functions called from @main with #ipu.stage, ipu.copy between IPUs, the schedule pass's
-ipu.schedule / ipu.micro_batches / ipu.tasks on @main). Every figure is checked against a
-calculation by hand from the `Machine` fields.
+ipu.schedule / ipu.micro_batches / ipu.tasks on @main). Timeline figures are checked
+against a calculation by hand from the ops' costs and the `Machine` fields.
 """
 
 import math
@@ -13,7 +13,7 @@ from torch_mlir import ir
 
 from poptorch.dialects import make_context
 from poptorch.errors import Error
-from poptorch.runtime.machine import GC200, Machine, op_cycles
+from poptorch.runtime.machine import GC200, op_cycles
 from poptorch.runtime.timeline import simulate
 
 M = GC200
@@ -29,11 +29,15 @@ def parse(text: str) -> ir.Module:
         return ir.Module.parse(text)
 
 
-def matmul_cycles(m: int, k: int, n: int, macs_per_cycle: int, element_bytes: int) -> int:
-    """The hand calculation: AMP MACs or tile memory traffic over all tiles, plus a sync."""
-    compute = math.ceil(m * k * n / (TILES * macs_per_cycle))
-    memory = math.ceil((m * k + k * n + m * n) * element_bytes / (TILES * M.memcpyBytesPerCycle))
-    return max(compute, memory) + SYNC
+def matmul_cycles(m: int, k: int, n: int) -> int:
+    """The cost model's cycles of one f32 (m x k) @ (k x n) (pinned in test_cost_model.py)."""
+    module = parse(f"""
+func.func @f(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
+  %0 = "ipu.matmul"(%a, %b) : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  return %0 : tensor<{m}x{n}xf32>
+}}""")
+    with module.context:
+        return op_cycles(module.body.operations[0].regions[0].blocks[0].operations[0])
 
 
 def link_cycles(nbytes: int) -> int:
@@ -48,7 +52,7 @@ def tasks_attr(tasks: list[tuple[int, int]]) -> str:
 ROWS, WIDTH, DEPTH = 8, 1024, 8
 ACT = f"tensor<{ROWS}x{WIDTH}xf32>"
 WEIGHT = f"tensor<{WIDTH}x{WIDTH}xf32>"
-STAGE_CYCLES = DEPTH * matmul_cycles(ROWS, WIDTH, WIDTH, M.fp32AmpMacsPerCycle, 4)
+STAGE_CYCLES = DEPTH * matmul_cycles(ROWS, WIDTH, WIDTH)
 COPY_CYCLES = link_cycles(ROWS * WIDTH * 4)
 
 
@@ -95,31 +99,6 @@ def test_gc200_figures():
     fp16 = 2 * M.fp16AmpMacsPerCycle * M.tilesPerIPU * M.tileClockFrequency
     fp32 = 2 * M.fp32AmpMacsPerCycle * M.tilesPerIPU * M.tileClockFrequency
     assert abs(fp16 / 250e12 - 1) < 0.01 and abs(fp32 / 62.5e12 - 1) < 0.01
-
-
-def test_op_cycles_of_one_matmul():
-    module = parse("""
-func.func @f(%a: tensor<64x128xf32>, %b: tensor<128x256xf32>, %h: tensor<64x128xf16>,
-             %g: tensor<128x256xf16>) -> (tensor<64x256xf32>, tensor<64x256xf16>) {
-  %0 = "ipu.matmul"(%a, %b) : (tensor<64x128xf32>, tensor<128x256xf32>) -> tensor<64x256xf32>
-  %1 = "ipu.matmul"(%h, %g) : (tensor<64x128xf16>, tensor<128x256xf16>) -> tensor<64x256xf16>
-  %2 = "ipu.add"(%0, %0) : (tensor<64x256xf32>, tensor<64x256xf32>) -> tensor<64x256xf32>
-  %3 = "ipu.reshape"(%2) : (tensor<64x256xf32>) -> tensor<256x64xf32>
-  return %0, %1 : tensor<64x256xf32>, tensor<64x256xf16>
-}
-""")
-    with module.context:
-        f32, f16, add, reshape, _ = module.body.operations[0].regions[0].blocks[0].operations
-        # f32: 64*128*256 MACs / (1472 tiles * 16) = 89.04 -> 90 cycles; memory traffic
-        # 229376 bytes / (1472 * 8) -> 20 cycles; plus 500 for the sync.
-        assert op_cycles(f32) == matmul_cycles(64, 128, 256, 16, 4) == 90 + 500
-        # f16: 64 MACs a cycle: 22.3 -> 23; memory 114688 bytes -> 10.
-        assert op_cycles(f16) == matmul_cycles(64, 128, 256, 64, 2) == 23 + 500
-        # add: 16384 elements / (1472 * 2 f32 lanes) -> 6; 196608 bytes -> 17 (memory).
-        assert op_cycles(add) == 17 + 500
-        assert op_cycles(reshape) == 0
-        # A slower machine model is a parameter away.
-        assert op_cycles(f32, Machine(fp32AmpMacsPerCycle=8, globalSyncCycles=0)) == 179
 
 
 @pytest.mark.parametrize("micro_batches", [4, 8, 16])
@@ -240,7 +219,11 @@ func.func @main(%x: tensor<256x256xf32>) -> tensor<256x256xf32> attributes {
     # 256 KiB at 16 GB/s and 1.33 GHz: 21790.7 -> 21791 cycles each way.
     stream = math.ceil(256 * 256 * 4 * M.tileClockFrequency / M.streamingMemoryBandwidth)
     assert stream == 21791
-    relu = math.ceil(2 * 256 * 256 * 4 / (TILES * M.memcpyBytesPerCycle)) + SYNC
+    # relu: 65536 floats over all 1472 tiles, 45 a tile, 8 for each of the 6 workers; PopLibs'
+    # RELU float loop is 3 cycles per 2 elements: 4 loops x 3 cycles x 6 workers, one sync.
+    assert math.ceil(65536 / TILES) == 45
+    relu = math.ceil(math.ceil(45 / M.numWorkerContexts) / 2) * 3 * M.numWorkerContexts + SYNC
+    assert relu == 72 + 500
     kinds = [(e.kind, e.start, e.end) for e in timeline.events[0]]
     assert kinds == [("remote_load", 0, stream), ("compute", stream, stream + relu),
                      ("remote_store", stream + relu, 2 * stream + relu),
@@ -256,12 +239,15 @@ func.func @main(%a: tensor<64x128xf32>, %b: tensor<128x256xf32>) -> tensor<64x25
 }
 """)
     timeline = simulate(module, steps=2)
-    assert timeline.total_cycles == 2 * 590 and timeline.idle_fraction == 0.0
+    cycles = matmul_cycles(64, 128, 256)
+    assert timeline.total_cycles == 2 * cycles and timeline.idle_fraction == 0.0
     data = timeline.to_dict()
-    assert data["schedule"] == "single" and data["total_cycles"] == 1180
-    assert data["ipus"]["0"]["events"][1] == {"kind": "compute", "name": "main",
-                                              "micro_batch": 0, "start": 590, "end": 1180,
-                                              "step": 1}
+    assert data["schedule"] == "single" and data["total_cycles"] == 2 * cycles
+    event = data["ipus"]["0"]["events"][1]
+    assert {k: event[k] for k in ("kind", "name", "micro_batch", "start", "end", "step")} == {
+        "kind": "compute", "name": "main", "micro_batch": 0, "start": cycles,
+        "end": 2 * cycles, "step": 1}
+    assert sum(event["breakdown"].values()) == cycles and event["stage"] is None
 
 
 def test_task_order_before_its_producer_is_an_error():
