@@ -110,7 +110,8 @@ def annotate(op: ir.Operation, key: str, attr: ir.Attribute) -> None:
         if isinstance(md, ir.DictAttr):
             entries, inner = {n.name: n.attr for n in md}, list(loc.locations)
     entries[key] = attr
-    op.location = ir.Location.fused(inner, metadata=ir.DictAttr.get(entries))
+    op.location = ir.Location.fused(inner, metadata=ir.DictAttr.get(entries, op.context),
+                                    context=op.context)
 
 
 @register
@@ -143,8 +144,8 @@ class ConvertPoptorchOps(Pass):
                       "convolution, matrix product, embedding or indexing op; an identity",
                       op.location)
         else:
-            with op.context:
-                annotate(producer, "ipu.available_memory",
-                         ir.FloatAttr.get(ir.F64Type.get(), float(proportion)))
+            annotate(producer, "ipu.available_memory",
+                     ir.FloatAttr.get(ir.F64Type.get(op.context), float(proportion),
+                                       loc=op.location))
         op.results[0].replace_all_uses_with(op.operands[0])
         op.erase()
