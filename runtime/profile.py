@@ -219,7 +219,7 @@ def _host_events(tracepoints: list[dict], pid: int) -> list[dict]:
 
 def _headline(timeline: dict) -> dict:
     keys = ("schedule", "micro_batches", "steps", "total_cycles", "total_seconds",
-            "idle_fraction", "clock_hz")
+            "idle_fraction", "clock_hz", "ipu_version")
     return {key: timeline[key] for key in keys if key in timeline}
 
 
@@ -346,8 +346,9 @@ def report_html(name: str, timeline: dict, memory: dict | None,
     if memory and memory.get("ipus"):
         parts.append(_memory_figure(memory).to_html(full_html=False, include_plotlyjs=False,
                                                     config=config, div_id="memory"))
-        per_ipu = [[f"IPU {i}", _bytes(sum(info.get("classes", {}).values())),
+        per_ipu = [[f"IPU {i}", _bytes(info.get("total", sum(info.get("classes", {}).values()))),
                     _bytes(info["available"]) if "available" in info else "",
+                    _bytes(info["off_chip"]) if "off_chip" in info else "",
                     info.get("per_tile", {}).get("mean", ""),
                     info.get("per_tile", {}).get("max", "")]
                    for i, info in ((i, memory["ipus"][i]) for i in _ipu_ids({}, memory))]
@@ -355,7 +356,8 @@ def report_html(name: str, timeline: dict, memory: dict | None,
                           for i, info in memory["ipus"].items()
                           for t in info.get("largest", [])), reverse=True)[:20]
         parts.append("<h2>Memory per IPU</h2>" + _table(
-            ["IPU", "used", "available", "per tile mean (B)", "per tile max (B)"], per_ipu))
+            ["IPU", "used", "available", "off chip", "per tile mean (B)", "per tile max (B)"],
+            per_ipu))
         parts.append("<h2>Largest tensors</h2>" + _table(
             ["IPU", "tensor", "class", "bytes"],
             [[f"IPU {i}", tensor, cls, f"{size:,}"] for size, i, tensor, cls in largest]))

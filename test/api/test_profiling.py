@@ -189,6 +189,7 @@ def test_write_report_files(tmp_path):
     assert not re.search(r"<link[^>]*\bhref\s*=", page)
     assert not re.search(r"@import|url\(\s*['\"]?https?:", page)
     assert "layers.3.weight" in page and "25.0%" in page and "deviceIterations" in page
+    assert "1,200,000 B (1.14 MiB)" in page  # used: the estimate's total
 
 
 def test_write_report_to_a_file_path_is_an_error(tmp_path):
