@@ -53,12 +53,12 @@ TRACKS = {"compute": "Compute", "phase": "Phases", "copy": "IPU-Links",
           "all_reduce": "Step", "optimizer": "Step"}
 TRACK_ORDER = ["Compute", "Phases", "IPU-Links", "Streaming Memory", "Host I/O", "Step"]
 BSP_ORDER = ["compute", "sync", "exchange"]  # Poplar's superstep: compute, sync, exchange
-COLOURS = {"compute": "#1f77b4", "phase": "#c7c7c7", "copy": "#ff7f0e",
-           "remote_load": "#2ca02c", "remote_store": "#98df8a", "host_load": "#9467bd",
-           "host_store": "#c5b0d5", "sync": "#7f7f7f", "all_reduce": "#d62728",
-           "optimizer": "#e377c2"}
+COLOURS = {  # D3's category20 palette, one colour per known kind
+    "compute": "#1f77b4", "phase": "#c7c7c7", "copy": "#ff7f0e", "remote_load": "#2ca02c",
+    "remote_store": "#98df8a", "host_load": "#9467bd", "host_store": "#c5b0d5",
+    "sync": "#7f7f7f", "all_reduce": "#d62728", "optimizer": "#e377c2"}
 CLASS_COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2",
-                 "#ff9da6", "#9d755d", "#bab0ac"]  # Vega's category10 (tableau10) palette
+                 "#ff9da6", "#9d755d", "#bab0ac"]  # Vega's tableau10 palette
 EXTRA_COLOURS = ["#8c564b", "#bcbd22", "#17becf", "#aec7e8", "#ff9896", "#dbdb8d"]
 FILES = {"trace": "profile.json", "html": "profile.html"}
 
