@@ -75,9 +75,9 @@ GRAIN_BYTES = 128
 # Code and vertex state per op, per tile the op runs on. Assumptions, not published or
 # measured figures (Graphcore publishes none per op; a compiled Poplar profile's memory
 # report is the measurement to replace them): each operand and result is one vertex
-# field holding a 32-bit pointer and a 32-bit element count (the "SPAN" vector layout
-# of the Poplar vertex programming guide), 64 bytes of supervisor and exchange code run
-# the op's compute set, and each distinct op's codelet takes 1 KiB on every tile it is
+# field holding a pointer and an element count (the Poplar vertex programming guide's
+# "SPAN" vector layout), taken as 4 bytes each; 64 bytes of supervisor and exchange code
+# run the op's compute set; each distinct op's codelet takes 1 KiB on every tile it is
 # used on.
 VERTEX_FIELD_BYTES = 8
 CONTROL_BYTES_PER_OP = 64
@@ -159,12 +159,14 @@ class MemoryEstimate:
 
     ipus: dict[int, IpuMemory]
     off_chip_bytes: int  # Streaming Memory in use, each tensor once
-    machine: Machine = field(repr=False)
+    tiles: int  # compute tiles per IPU (IO tiles excluded)
+    memory_bytes_per_tile: int
 
     def to_dict(self) -> dict:
         """Plain data for the profile report (IPU keys as strings, for JSON)."""
         return {
-            "off_chip_bytes": self.off_chip_bytes,
+            "off_chip_bytes": self.off_chip_bytes, "tiles": self.tiles,
+            "memory_bytes_per_tile": self.memory_bytes_per_tile,
             "ipus": {str(ipu): {
                 "available": m.available, "total": m.total, "phase": m.phase,
                 "classes": dict(m.classes), "off_chip": m.off_chip,
@@ -343,8 +345,8 @@ class _Estimator:
             raise Error(f"io_tiles must be between 0 and {machine.tilesPerIPU - 1}, got "
                         f"{io_tiles}", type="runtime")
         self.replicas, self.accumulate, self.locations = replicas, accumulate, locations
-        self.tiles = machine.tilesPerIPU - io_tiles
-        self.available = self.tiles * machine.memoryBytesPerTile
+        self.tiles, self.per_tile = machine.tilesPerIPU - io_tiles, machine.memoryBytesPerTile
+        self.available = self.tiles * self.per_tile
         self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op.operation
                           for op in module.body.operations if "sym_name" in op.attributes}
         if "main" not in self.functions:
@@ -535,8 +537,7 @@ class _Estimator:
                          sum(off.values()), math.ceil(total / self.tiles), first, phase)
 
     def estimate(self, stash_bytes: Mapping[int, int],
-                 temporary: Callable[[ir.Operation, int], int], machine: Machine
-                 ) -> MemoryEstimate:
+                 temporary: Callable[[ir.Operation, int], int]) -> MemoryEstimate:
         self.read()
         self.place_arguments()
         self.place_stash(stash_bytes)
@@ -545,7 +546,7 @@ class _Estimator:
         ipus = {ipu: self.ipu_memory(ipu, temporary)
                 for ipu in sorted({u.ipu for u in self.units})}
         off_chip = {r.name: r.off_chip for r in self.records if r.off_chip}
-        return MemoryEstimate(ipus, sum(off_chip.values()), machine)
+        return MemoryEstimate(ipus, sum(off_chip.values()), self.tiles, self.per_tile)
 
 
 def estimate(module: ir.Module, machine: Machine, args: Sequence[ArgInfo], *,
@@ -565,4 +566,4 @@ def estimate(module: ir.Module, machine: Machine, args: Sequence[ArgInfo], *,
     """
     estimator = _Estimator(module, machine, args, results, replicas, accumulate, locations,
                            io_tiles)
-    return estimator.estimate(stash_bytes or {}, temporary, machine)
+    return estimator.estimate(stash_bytes or {}, temporary)

@@ -105,7 +105,8 @@ def test_to_dict_is_json(one_ipu):
     assert ipu0["total"] == 3896 and ipu0["available"] == AVAILABLE and ipu0["phase"] is None
     assert ipu0["classes"]["weights"] == 232 and ipu0["per_tile"] == {"mean": 3, "max": 3896}
     assert ipu0["largest"][0] == {"name": "0.weight", "class": "weights", "bytes": 128}
-    assert data["off_chip_bytes"] == 0
+    assert (data["off_chip_bytes"], data["tiles"], data["memory_bytes_per_tile"]) == (
+        0, 1472, 624 * 1024)
 
 
 def test_temporary_and_io_tiles(one_ipu):
