@@ -1,0 +1,303 @@
+"""The machine presets and the cost model: op plans pinned against calculations by hand.
+
+Each pinned figure is worked out here from the `Machine` fields and the planning rules
+of runtime/machine.py's docstring (128-byte tile grain, AMP blocks and K split,
+PopLibs' vector loop costs, available-memory serialisation), not by calling the model.
+"""
+
+import math
+from dataclasses import replace
+
+import numerics
+import pytest
+import torch
+from torch_mlir import ir
+
+import poptorch
+from poptorch.dialects import make_context
+from poptorch.runtime.machine import (
+    GC2,
+    GC200,
+    GC200_FP8,
+    IPUS_IN_SYSTEM,
+    Machine,
+    machine_for,
+    op_cost,
+    op_cycles,
+)
+
+M = GC200
+TILES, WORKERS, SYNC = M.tilesPerIPU, M.numWorkerContexts, M.globalSyncCycles
+EXCHANGE = M.exchangeBytesPerCycle  # 4 bytes a tile a cycle
+
+
+_MODULES: list[ir.Module] = []  # parsed modules outlive the ops a test holds
+
+
+def ops_of(text: str) -> list[ir.OpView]:
+    """The ops of @main (or the only function) of a module in IR text."""
+    module = ir.Module.parse(text, make_context())
+    _MODULES.append(module)
+    func = next(op for op in module.body.operations if "sym_name" in op.attributes)
+    return list(func.regions[0].blocks[0].operations)
+
+
+def named(ops: list[ir.OpView], name: str) -> ir.OpView:
+    return next(op for op in ops if op.operation.name == name)
+
+
+def compiled_ops(model: torch.nn.Module, *inputs: torch.Tensor) -> list[ir.OpView]:
+    """The final ipu module of `model`, through the real pipeline."""
+    ipu = poptorch.inferenceModel(model)
+    ipu(*inputs)
+    return ops_of(ipu._compiled.module_text)
+
+
+def amp_by_hand(rows: int, cols: int, depth: int, macs: int, split: int) -> tuple[int, int]:
+    """One f32 AMP plan written out: (cycles, temporary bytes a tile) with K split in
+    `split` parts (no serialisation: the default proportion fits these)."""
+    tiles = min(TILES, math.ceil(rows * cols / 32), TILES // split)  # 32 floats = 128 bytes
+    area = math.ceil(rows * cols / tiles)
+    block_rows = min(rows, math.ceil(math.sqrt(area)))
+    block_cols = min(cols, math.ceil(area / block_rows))
+    part = math.ceil(depth / split)
+    compute = math.ceil(block_rows * block_cols * part / macs)
+    received = (block_rows + block_cols) * part * 4
+    exchange, syncs, temporary = math.ceil(received / EXCHANGE), 1, received
+    if split > 1:  # a second step sums the fp32 partials: 1/split of them on each tile
+        partials = block_rows * block_cols
+        share = math.ceil(partials * (split - 1) / split)
+        compute += math.ceil(math.ceil(share / WORKERS) / 2) * WORKERS  # f32 add: 2 a cycle
+        exchange += math.ceil(share * 4 / EXCHANGE)
+        syncs, temporary = 2, received + partials * 4
+    return compute + exchange + syncs * SYNC, temporary
+
+
+def best_by_hand(rows: int, cols: int, depth: int) -> int:
+    splits = [2 ** i for i in range(depth.bit_length()) if 2 ** i <= depth]
+    return min(amp_by_hand(rows, cols, depth, M.fp32AmpMacsPerCycle, s)[0] for s in splits)
+
+
+class MatMul(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(256, 512))
+
+    def forward(self, x):
+        return x @ self.w
+
+
+def test_matmul_64x256_by_256x512_f32():
+    matmul = named(compiled_ops(MatMul(), torch.randn(64, 256)), "ipu.matmul")
+    # 64 x 512 = 32768 outputs at 32 a tile would fill 1024 tiles. The planner splits K
+    # = 256 in 8: 1472 / 8 = 184 tiles of outputs, ceil(32768 / 184) = 179 each, a 14 x 13
+    # block (14 = ceil(sqrt(179)), 13 = ceil(179 / 14)) over 256 / 8 = 32 of K:
+    # compute 14 * 13 * 32 / 16 = 364 cycles; the tile receives (14 + 13) * 32 floats =
+    # 3456 bytes: 864 cycles. Summing partials: ceil(182 * 7 / 8) = 160 floats a tile,
+    # 27 loops of 6 workers... ceil(ceil(160 / 6) / 2) * 6 = 84 cycles and 640 bytes (160
+    # cycles) in. Two syncs.
+    assert amp_by_hand(64, 512, 256, 16, 8) == (364 + 84 + 864 + 160 + 2 * 500, 3456 + 728)
+    cost = op_cost(matmul)
+    assert (cost.compute, cost.exchange, cost.sync) == (448, 1024, 1000)
+    assert cost.cycles == op_cycles(matmul) == best_by_hand(64, 512, 256) == 2472
+    # Without the split (one BSP step) it is slower: 1024 tiles of 6 x 6 blocks over all
+    # of K, 6 * 6 * 256 / 16 = 576 cycles, (6 + 6) * 256 * 4 = 12288 bytes in.
+    assert amp_by_hand(64, 512, 256, 16, 1) == (576 + 3072 + 500, 12288)
+    assert cost.temporary_bytes == 1472 * (3456 + 728)
+
+
+def test_conv2d_4_to_8_channels_3x3():
+    conv = torch.nn.Conv2d(4, 8, 3, padding=1, bias=False)
+    op = named(compiled_ops(conv, torch.randn(2, 4, 16, 16)), "ipu.conv")
+    # As a matrix product: rows = 2 images x 16 x 16 positions = 512, cols = 8 output
+    # channels, K = 4 channels x 3 x 3 = 36. 4096 outputs: 128 tiles of 32, 6 x 6 blocks;
+    # compute 6 * 6 * 36 / 16 = 81, (6 + 6) * 36 floats = 1728 bytes in: 432 cycles.
+    assert amp_by_hand(512, 8, 36, 16, 1) == (81 + 432 + 500, 1728)
+    cost = op_cost(op)
+    assert (cost.compute, cost.exchange, cost.sync, cost.cycles) == (81, 432, 500, 1013)
+    assert cost.cycles == best_by_hand(512, 8, 36) and cost.temporary_bytes == 128 * 1728
+
+
+MATMULS = """
+func.func @f(%a: tensor<512x64xf32>, %b: tensor<64x512xf32>, %h: tensor<512x64xf16>,
+             %g: tensor<64x512xf16>, %p: tensor<512x64xf8E4M3FN>, %q: tensor<64x512xf8E4M3FN>) {
+  %0 = "ipu.matmul"(%a, %b) : (tensor<512x64xf32>, tensor<64x512xf32>) -> tensor<512x512xf32>
+  %1 = "ipu.matmul"(%h, %g) : (tensor<512x64xf16>, tensor<64x512xf16>) -> tensor<512x512xf16>
+  %2 = "ipu.matmul"(%p, %q) : (tensor<512x64xf8E4M3FN>, tensor<64x512xf8E4M3FN>)
+      -> tensor<512x512xf8E4M3FN>
+  return
+}
+"""
+
+
+def test_amp_rate_by_dtype():
+    f32, f16, f8, _ = ops_of(MATMULS)
+    # A sync too dear to split K: one 14 x 13 block a tile on all 1472 tiles either way
+    # (262144 outputs), 14 * 13 * 64 MACs; AMP MACs a cycle 16 (fp32), 64 (fp16).
+    slow_sync = replace(M, globalSyncCycles=10**6)
+    assert op_cost(f32, slow_sync).compute == math.ceil(14 * 13 * 64 / 16) == 728
+    assert op_cost(f16, slow_sync).compute == math.ceil(14 * 13 * 64 / 64) == 182
+    # FP8 runs at the FP16 rate on the GC200, twice as fast on the C600's IPU (ipu21).
+    assert op_cost(f8, slow_sync).compute == 182
+    assert op_cost(f8, replace(GC200_FP8, globalSyncCycles=10**6)).compute == 91
+
+
+def test_available_memory_trades_temporary_bytes_for_cycles():
+    matmul = named(compiled_ops(MatMul(), torch.randn(64, 256)), "ipu.matmul")
+    costs = [op_cost(matmul, proportion=p) for p in (1.0, 0.6, 0.01, 0.003, 0.001, 0.0005)]
+    assert all(a.cycles <= b.cycles for a, b in zip(costs, costs[1:], strict=False))
+    assert all(a.temporary_bytes >= b.temporary_bytes
+               for a, b in zip(costs, costs[1:], strict=False))
+    assert costs[0] == costs[1] == costs[2] and costs[-1].cycles > 5 * costs[0].cycles
+    # 0.001 of 624 KiB: 638 bytes a tile. The K-split plans need partial sums besides their
+    # slabs (e.g. split 2: (7 + 7) * 128 * 4 = 7168 bytes in 12 pieces of 598, plus 7 * 7
+    # partials * 4 = 196: 794); the unsplit plan fits in ceil(12288 / 638) = 20 pieces of
+    # ceil(12288 / 20) = 615 bytes, each its own exchange (154 cycles) and sync.
+    cap = int(0.001 * M.memoryBytesPerTile)
+    assert cap == 638 and math.ceil(7168 / 12) + 196 > cap
+    cost = costs[4]
+    assert (cost.compute, cost.exchange, cost.sync) == (576, 20 * 154, 20 * 500)
+    assert cost.temporary_bytes == 1024 * 615 <= 0.001 * M.memoryBytesPerTile * TILES
+
+
+def test_gather_serialises_under_a_small_proportion():
+    ops = ops_of("""
+func.func @f(%w: tensor<1000x64xf32>, %i: tensor<512xi32>) -> tensor<512x64xf32> {
+  %0 = "ipu.index_select"(%w, %i) {dim = 0 : i64} : (tensor<1000x64xf32>, tensor<512xi32>)
+      -> tensor<512x64xf32>
+  return %0 : tensor<512x64xf32>
+}""")
+    # 32768 floats: 1024 tiles of 32 = 128 bytes copied (16 cycles at 8 bytes a cycle),
+    # received with the 2048 bytes of indices: 2176 bytes, 544 cycles.
+    assert op_cost(ops[0]).cycles == 16 + 544 + 500
+    # 638 bytes a tile: ceil(2176 / 638) = 4 pieces of 544 bytes, 136 cycles each.
+    small = op_cost(ops[0], proportion=0.001)
+    assert (small.exchange, small.sync, small.temporary_bytes) == (544, 2000, 1024 * 544)
+
+
+ELEMENTWISE = """
+func.func @f(%x: tensor<64x512xf32>, %b: tensor<512xf32>, %y: tensor<256x1024xf32>) {
+  %0 = "ipu.add"(%x, %x) : (tensor<64x512xf32>, tensor<64x512xf32>) -> tensor<64x512xf32>
+  %1 = "ipu.exp"(%x) : (tensor<64x512xf32>) -> tensor<64x512xf32>
+  %2 = "ipu.erf"(%x) : (tensor<64x512xf32>) -> tensor<64x512xf32>
+  %3 = "ipu.add"(%x, %b) : (tensor<64x512xf32>, tensor<512xf32>) -> tensor<64x512xf32>
+  %4 = "ipu.exp"(%y) : (tensor<256x1024xf32>) -> tensor<256x1024xf32>
+  %5 = "ipu.reshape"(%x) : (tensor<64x512xf32>) -> tensor<32768xf32>
+  return
+}
+"""
+
+
+def test_transcendental_ops_cost_more_than_plain_ones():
+    add, exp, erf, bias, _, reshape, _ = ops_of(ELEMENTWISE)
+    # 32768 floats on 1024 tiles, 32 a tile, ceil(32 / 6) = 6 for each worker. PopLibs'
+    # float loops: ADD 1 cycle per 2, EXPONENT 6 per 2, ERF 18 per 1; a worker issues every
+    # 6th cycle.
+    assert op_cost(add).compute == math.ceil(6 / 2) * 1 * WORKERS == 18
+    assert op_cost(exp).compute == math.ceil(6 / 2) * 6 * WORKERS == 108
+    assert op_cost(erf).compute == 6 * 18 * WORKERS == 648
+    assert op_cost(add).exchange == 0 and op_cost(add).cycles == 18 + SYNC
+    # A broadcast operand is received: 32 of the 512 bias floats a tile, 128 bytes.
+    assert op_cost(bias).exchange == 128 // EXCHANGE
+    assert op_cost(reshape).cycles == 0
+
+
+def test_io_tiles_take_tiles_from_compute():
+    *_, big, _, _ = ops_of(ELEMENTWISE)
+    # 262144 floats fill all tiles: 179 a tile; with 128 IO tiles, 1344 tiles of 196.
+    assert math.ceil(262144 / 1472) == 179 and math.ceil(262144 / 1344) == 196
+    assert op_cost(big).compute == math.ceil(math.ceil(179 / 6) / 2) * 6 * WORKERS == 540
+    assert op_cost(big, io_tiles=128).compute == math.ceil(math.ceil(196 / 6) / 2) * 36 == 612
+    with pytest.raises(poptorch.Error, match=r"io_tiles must be between 0 and 1471 on a "
+                                             r"1472-tile IPU, got 1472"):
+        op_cost(big, io_tiles=1472)
+
+
+def test_mk1_and_mk2_presets():
+    assert (GC2.IPUVersion, GC2.version, GC2.tilesPerIPU, GC2.memoryBytesPerTile) == (
+        "ipu1", 1, 1216, 256 * 1024)
+    assert GC2.tilesPerIPU * GC2.memoryBytesPerTile == 304 * 2**20  # 304 MiB
+    # Published peaks: GC2 124.5 / 31.1 TFLOPS, GC200 250 / 62.5, C600 280 FP16, 560 FP8.
+    def peak(machine: Machine, macs: int) -> float:
+        return 2 * macs * machine.tilesPerIPU * machine.tileClockFrequency
+
+    assert peak(GC2, GC2.fp16AmpMacsPerCycle) == pytest.approx(124.5e12, rel=0.01)
+    assert peak(GC2, GC2.fp32AmpMacsPerCycle) == pytest.approx(31.1e12, rel=0.01)
+    assert peak(GC200, GC200.fp32AmpMacsPerCycle) == pytest.approx(62.5e12, rel=0.01)
+    assert peak(GC200_FP8, GC200_FP8.fp16AmpMacsPerCycle) == pytest.approx(280e12, rel=0.01)
+    assert peak(GC200_FP8, GC200_FP8.fp8AmpMacsPerCycle) == pytest.approx(560e12, rel=0.01)
+    assert GC200.fp8AmpMacsPerCycle == 0
+    # The same matmul takes more cycles and more time on the Mk1.
+    matmul = named(compiled_ops(MatMul(), torch.randn(64, 256)), "ipu.matmul")
+    mk1, mk2 = op_cycles(matmul, GC2), op_cycles(matmul, GC200)
+    assert mk1 > mk2 and mk1 / GC2.tileClockFrequency > mk2 / GC200.tileClockFrequency
+
+
+def test_machine_for_each_ipu_version():
+    assert machine_for(1) is GC2 and machine_for(2) is GC200 and machine_for(21) is GC200_FP8
+    assert [machine_for(v).version for v in (1, 2, 21)] == [1, 2, 21]
+    for bad in (0, 3, True, "2"):
+        with pytest.raises(poptorch.Error, match=r"no IPU machine for ipu_version .*; use 1 "
+                                                 r"\(Mk1 GC2\), 2 \(Mk2 GC200\) or 21 \(Mk2 "
+                                                 r"with FP8, C600\)"):
+            machine_for(bad)
+
+
+def test_ipu_hardware_is_the_machine_model():
+    assert IPUS_IN_SYSTEM == 64
+    assert poptorch.ipuHardwareIsAvailable() and poptorch.ipuHardwareIsAvailable(64)
+    assert not poptorch.ipuHardwareIsAvailable(65) and not poptorch.ipuHardwareIsAvailable(0)
+    assert poptorch.ipuHardwareVersion() == 2 == machine_for(2).version
+    with pytest.raises(poptorch.Error, match="num_ipus must be an int, got '4'"):
+        poptorch.ipuHardwareIsAvailable("4")
+
+
+def test_transfers_host_latency_and_ring_all_reduce():
+    # 1 us of latency is 1330 cycles; 1 MiB at 32 GB/s 43581.4 more.
+    assert M.host_cycles(0) == 1330
+    assert M.host_cycles(2**20) == 1330 + math.ceil(2**20 * 1.33e9 / 32e9) == 1330 + 43582
+    # Ring all-reduce over 4 replicas: 2 * 3 / 4 of 1 MiB over IPU-Links, 6 syncs.
+    moved = 2 * 3 * 2**20 // 4
+    assert M.collective_cycles(2**20, 4) == math.ceil(moved * 1.33e9 / 320e9) + 6 * 500
+    assert M.collective_cycles(2**20, 1) == 0
+    assert Machine(hostLinkLatency=0).host_cycles(32) == 2
+
+
+class Embed(torch.nn.Module):
+    def __init__(self, proportion=None):
+        super().__init__()
+        self.proportion = proportion
+        self.w = torch.nn.Parameter(torch.randn(256, 512))
+
+    def forward(self, x):
+        y = x @ self.w
+        if self.proportion is not None:
+            y = poptorch.set_available_memory(y, self.proportion)
+        return torch.relu(y)
+
+
+def test_set_available_memory_reaches_the_ipu_module_and_its_cycles():
+    x = torch.randn(64, 256)
+    model = Embed(0.001)
+    torch.testing.assert_close(model(x), torch.relu(x @ model.w))  # an identity on the CPU
+    numerics.check(model, x, rtol=1e-4, atol=1e-4)  # a K = 256 float sum
+    ipu = poptorch.inferenceModel(model)
+    ipu(x)
+    assert "ipu.available_memory = 1.000000e-03 : f64" in ipu._compiled.module_text
+    ops = ops_of(ipu._compiled.module_text)
+    tuned = named(ops, "ipu.matmul")
+    assert "ipu.available_memory" not in named(ops, "ipu.relu").attributes
+    # The op's own proportion wins over the IPU's (the pinned 0.001 plan above).
+    assert op_cost(tuned, proportion=0.6).cycles == 576 + 20 * 154 + 20 * 500
+    plain = poptorch.inferenceModel(Embed())
+    plain(x)
+    assert ipu.getTimeline().total_cycles - plain.getTimeline().total_cycles == 13656 - 2472
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.1, "0.5", True])
+def test_set_available_memory_checks_its_proportion(bad):
+    with pytest.raises(poptorch.Error, match=r"set_available_memory: available_memory_"
+                                             r"proportion must be a proportion between 0.0 "
+                                             r"and 1.0 \(inclusive\) of tile memory"):
+        poptorch.set_available_memory(torch.ones(2), bad)
+    assert torch.equal(poptorch.set_available_memory(torch.ones(2), 0), torch.ones(2))
