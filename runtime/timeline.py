@@ -25,7 +25,8 @@ IPU of the first task reading it, before that task; each streamed output a
 "host_store" on the IPU holding it, once its producing tasks have finished. A transfer
 takes `host_cycles` (latency + bytes / host-link bandwidth), one at a time per IPU's
 link. Without IO tiles the transfers run on the compute tiles, so they also occupy the
-IPU; with `io_tiles` they overlap compute (Poplar's overlapped I/O).
+IPU; with `io_tiles` they overlap compute (Poplar's overlapped I/O): a task's inputs
+for the next micro-batch are loaded as soon as the link allows (double buffering).
 
 Barriers: a step starts when the previous one has ended (the pipeline fills and drains
 every step, as PopART's does around each weight update); the step's `epilogue` work
@@ -467,6 +468,8 @@ class _Run:
     def task(self, step: int, k: int, mb: int) -> None:
         call = self.module.calls[k]
         self.load_inputs(step, call, mb)
+        if self.overlap_io and mb + 1 < self.module.micro_batches:
+            self.load_inputs(step, call, mb + 1)  # IO tiles prefetch the next micro-batch
         inputs = [self.ready(s, step, mb, call.name) for s in call.inputs]
         start = max([self.idle_from(call.ipu), *(t for t in inputs if t is not None),
                      *(self.loaded[step, mb, a] for a in call.reads if a in self.streamed)])

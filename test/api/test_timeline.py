@@ -14,7 +14,7 @@ from torch_mlir import ir
 from poptorch.dialects import make_context
 from poptorch.errors import Error
 from poptorch.runtime.machine import GC200, op_cycles
-from poptorch.runtime.timeline import simulate
+from poptorch.runtime.timeline import HostStreams, simulate
 
 M = GC200
 TILES = M.tilesPerIPU
@@ -229,6 +229,8 @@ func.func @main(%x: tensor<256x256xf32>) -> tensor<256x256xf32> attributes {
                      ("remote_store", stream + relu, 2 * stream + relu),
                      ("compute", 2 * stream + relu, 2 * stream + 2 * relu)]
     assert timeline.busy_cycles == {0: 2 * relu}
+    assert [(e.stage, e.phase) for e in timeline.events[0] if e.kind == "compute"] == [
+        (0, 0), (0, 1)]
 
 
 def test_without_tasks_main_is_one_task_on_ipu_0():
@@ -253,3 +255,124 @@ func.func @main(%a: tensor<64x128xf32>, %b: tensor<128x256xf32>) -> tensor<64x25
 def test_task_order_before_its_producer_is_an_error():
     with pytest.raises(Error, match="runs @stage1 on micro-batch 0 before @stage0"):
         simulate(inference_pipeline(2, [(1, 0), (0, 0)], "gpipe", 1))
+
+
+# One IPU, no schedule: @main adds two streamed inputs and streams the sum back.
+ADD_MAIN = """
+func.func @main(%x: tensor<64x256xf32>, %y: tensor<64x256xf32>) -> tensor<64x256xf32> {
+  %0 = "ipu.OP"(%x, %y) : (tensor<64x256xf32>, tensor<64x256xf32>) -> tensor<64x256xf32>
+  return %0 : tensor<64x256xf32>
+}
+"""
+STREAMS = HostStreams(inputs=[(0, "x"), (1, "y")], outputs=[(0, "out")])
+# 64 KiB over the host link: 1 us (1330 cycles) + 65536 B / 32 GB/s (2723.8 -> 2724).
+HOST = 1330 + 2724
+# add: 16384 floats on 512 tiles, 32 a tile, 6 for each worker, 3 loops of 1 cycle x 6
+ADD = 18 + SYNC
+
+
+def test_without_tasks_main_runs_once_per_micro_batch():
+    timeline = simulate(parse(ADD_MAIN.replace("OP", "add")), steps=2, micro_batches=3)
+    events = timeline.events[0]
+    assert timeline.iterations == 6 and timeline.total_cycles == 6 * ADD
+    assert [(e.step, e.micro_batch, e.start) for e in events] == [
+        (step, mb, (3 * step + mb) * ADD) for step in range(2) for mb in range(3)]
+    with pytest.raises(Error, match="the module's schedule runs 4 micro-batches a step, "
+                                    "not 3"):
+        simulate(inference_pipeline(2, gpipe(2, 4), "gpipe", 4), micro_batches=3)
+
+
+def test_host_streams_pinned_on_one_ipu():
+    assert M.host_cycles(64 * 256 * 4) == HOST
+    timeline = simulate(parse(ADD_MAIN.replace("OP", "add")), micro_batches=2,
+                        streams=STREAMS)
+    # Per micro-batch: load x, load y, add, store; transfers use the compute tiles.
+    iteration = 3 * HOST + ADD
+    kinds = [(e.kind, e.name, e.stream, e.start, e.end) for e in timeline.events[0]][:4]
+    assert kinds == [("host_load", "x", 0, 0, HOST), ("host_load", "y", 1, HOST, 2 * HOST),
+                     ("compute", "main", None, 2 * HOST, 2 * HOST + ADD),
+                     ("host_store", "out", 0, 2 * HOST + ADD, iteration)]
+    assert timeline.total_cycles == 2 * iteration
+    clock = M.tileClockFrequency
+    counters = timeline.perf_counters()
+    assert counters == {
+        "input": [[0, iteration / clock], [HOST / clock, (iteration + HOST) / clock]],
+        "input_complete": [[HOST / clock, (iteration + HOST) / clock],
+                           [2 * HOST / clock, (iteration + 2 * HOST) / clock]],
+        "output": [[(2 * HOST + ADD) / clock, (iteration + 2 * HOST + ADD) / clock]],
+        "output_complete": [[iteration / clock, 2 * iteration / clock]]}
+    latencies = timeline.latencies()
+    for key, cycles in (("latency", iteration), ("compute", ADD), ("host_ipu", 2 * HOST),
+                        ("ipu_host", HOST)):
+        assert latencies[key] == pytest.approx((cycles / clock,) * 3)
+
+
+def test_io_tiles_overlap_host_loads_with_compute():
+    module = parse(ADD_MAIN.replace("OP", "pow"))  # PopLibs POWER: 312 cycles a float
+    plain = simulate(module, micro_batches=4, streams=STREAMS)
+    overlapped = simulate(module, micro_batches=4, streams=STREAMS, io_tiles=32)
+    computes = [e for e in overlapped.events[0] if e.kind == "compute"]
+    loads = [e for e in overlapped.events[0] if e.kind == "host_load" and e.micro_batch == 1]
+    assert all(load.end <= computes[0].end for load in loads)  # prefetched during mb 0
+    assert overlapped.total_cycles < plain.total_cycles
+    assert overlapped.busy_cycles == plain.busy_cycles  # 512 tiles either way
+
+
+def test_perf_counter_shapes_and_latency_order_in_a_pipeline():
+    timeline = simulate(inference_pipeline(2, gpipe(2, 4), "gpipe", 4), steps=2,
+                        streams=HostStreams([(0, "x")], [(0, "y")]))
+    assert {e.kind for e in timeline.events[0]} >= {"host_load"}
+    assert {e.kind for e in timeline.events[1]} >= {"host_store"}
+    counters = timeline.perf_counters()
+    assert [len(counters[k]) for k in ("input", "input_complete", "output",
+                                       "output_complete")] == [1, 1, 1, 1]
+    assert all(len(stream) == timeline.iterations == 8 for c in counters.values()
+               for stream in c)
+    for it in range(8):
+        values = [counters[k][0][it] for k in ("input", "input_complete", "output",
+                                               "output_complete")]
+        assert values == sorted(values)
+    for low, high, average in timeline.latencies().values():
+        assert low <= average <= high
+    data = timeline.to_dict()
+    assert data["iterations"] == 8 and data["streams"] == {"inputs": ["x"], "outputs": ["y"]}
+    stages = {e["stage"] for e in data["ipus"]["1"]["events"] if e["kind"] == "compute"}
+    assert stages == {1}
+
+
+def test_without_streams_the_round_trip_is_the_compute_span():
+    timeline = simulate(inference_pipeline(2, gpipe(2, 1), "gpipe", 1))
+    assert timeline.perf_counters() == {"input": [], "input_complete": [], "output": [],
+                                        "output_complete": []}
+    span = timeline.total_cycles / M.tileClockFrequency
+    assert timeline.latencies() == {"latency": (span,) * 3, "compute": (span,) * 3,
+                                    "host_ipu": (0.0,) * 3, "ipu_host": (0.0,) * 3}
+
+
+def test_epilogue_runs_after_each_step_before_the_next():
+    one = simulate(inference_pipeline(2, gpipe(2, 2), "gpipe", 2)).total_cycles
+    work = [("all_reduce", "gradients", 0, 1000), ("optimizer", "update", 0, 300),
+            ("optimizer", "update", 1, 300)]
+    timeline = simulate(inference_pipeline(2, gpipe(2, 2), "gpipe", 2), steps=2,
+                        epilogue=work)
+    epilogue = [(e.kind, e.start, e.end, e.step, e.micro_batch)
+                for events in timeline.events.values() for e in events
+                if e.kind in ("all_reduce", "optimizer") and e.step == 0]
+    assert sorted(epilogue) == [("all_reduce", one, one + 1000, 0, None),
+                                ("optimizer", one, one + 300, 0, None),
+                                ("optimizer", one + 1000, one + 1300, 0, None)]
+    assert timeline.total_cycles == 2 * (one + 1300)
+    with pytest.raises(Error, match="epilogue work 'gradients' \\(all_reduce\\) needs an IPU "
+                                    "and cycles of at least 0, got IPU 0 and -1 cycles"):
+        simulate(inference_pipeline(2, gpipe(2, 2), "gpipe", 2),
+                 epilogue=[("all_reduce", "gradients", 0, -1)])
+
+
+def test_stream_and_proportion_errors():
+    module = parse(ADD_MAIN.replace("OP", "add"))
+    with pytest.raises(Error, match="host input stream 'z' names input 5, but @main has 2 "
+                                    "inputs"):
+        simulate(module, streams=HostStreams([(5, "z")], []))
+    with pytest.raises(Error, match="the available memory proportion of IPU 0 must be "
+                                    "between 0.0 and 1.0, got 1.5"):
+        simulate(module, proportions={0: 1.5})
