@@ -38,8 +38,9 @@ of them is loaded into around its use (one at a time). Replicated tensor shardin
 default 8192; sessionoptions.hpp of graphcore/popart) stores 1/replicas of a weight or
 of optimizer state per replica; a sharded weight is gathered into a full-size buffer to
 be used (the largest one counts), a sharded optimizer state is updated as a shard.
-Activation locations apply to the stash: off chip, it leaves the IPU and the stashed
-values a stage reads count in its liveness walk as values loaded at its start.
+Activation locations apply to the stash: off chip, it leaves the IPU (whatever its
+tensors' sizes: the timeline gives one total) and the stashed values a stage reads count
+in its liveness walk as values loaded at its start.
 
 Phased execution: weights and inputs @main streams in with `ipu.remote_load {ipu}` live
 in Streaming Memory and count on chip, with their optimizer state and accumulators, only
