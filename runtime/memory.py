@@ -62,17 +62,13 @@ from torch_mlir import ir
 
 from poptorch.errors import Error
 
-from .machine import Machine, value_bytes
+from .machine import Machine, spread, value_bytes
 
 CLASSES = ("weights", "activations", "stash", "optimizer", "gradients", "temporary", "code",
            "io")
 # ipu ops lowered to Poplar tensor views (module docstring): no memory of their own.
 VIEW_OPS = frozenset({"ipu.reshape", "ipu.permute", "ipu.broadcast", "ipu.slice",
                       "ipu.concat"})
-# Tensors are spread over tiles in pieces of at least 128 bytes: poplibs' linear tile
-# mapping, poputil::calcLinearTileMapping's minBytesPerTile = 128 (graphcore/poplibs,
-# lib/poputil/TileMapping.cpp); pieces go to tiles from tile 0 up.
-GRAIN_BYTES = 128
 # Code and vertex state per op, per tile the op runs on. Assumptions, not published or
 # measured figures (Graphcore publishes none per op; a compiled Poplar profile's memory
 # report is the measurement to replace them): each operand and result is one vertex
@@ -218,8 +214,9 @@ def _ops(func: ir.Operation) -> list[ir.Operation]:
 
 
 def _tiles(nbytes: int, tiles: int) -> int:
-    """Tiles a tensor of `nbytes` spreads over (at least one)."""
-    return max(1, min(tiles, math.ceil(nbytes / GRAIN_BYTES)))
+    """Tiles a tensor of `nbytes` spreads over: at least 128 bytes a tile, from tile 0 up
+    (poplibs' linear tile mapping, `machine.spread`)."""
+    return spread(nbytes, 1, tiles)
 
 
 def _on_tile(nbytes: int, tiles: int) -> int:
@@ -342,11 +339,8 @@ class _Estimator:
                  locations: Locations, io_tiles: int) -> None:
         if replicas < 1:
             raise Error(f"replicas must be at least 1, got {replicas}", type="runtime")
-        if not 0 <= io_tiles < machine.tilesPerIPU:
-            raise Error(f"io_tiles must be between 0 and {machine.tilesPerIPU - 1}, got "
-                        f"{io_tiles}", type="runtime")
         self.replicas, self.accumulate, self.locations = replicas, accumulate, locations
-        self.tiles, self.per_tile = machine.tilesPerIPU - io_tiles, machine.memoryBytesPerTile
+        self.tiles, self.per_tile = machine.compute_tiles(io_tiles), machine.memoryBytesPerTile
         self.available = self.tiles * self.per_tile
         self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op.operation
                           for op in module.body.operations if "sym_name" in op.attributes}

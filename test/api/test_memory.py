@@ -377,6 +377,7 @@ def test_bad_arguments():
             estimate(module, GC200, [w, ArgInfo("x", "output")])
         with pytest.raises(Error, match=r"^replicas must be at least 1, got 0$"):
             estimate(module, GC200, [w, x], replicas=0)
-        with pytest.raises(Error, match=r"^io_tiles must be between 0 and 1471, got 1472$"):
+        with pytest.raises(Error, match=r"^io_tiles must be between 0 and 1471 on a 1472-tile "
+                                        "IPU, got 1472$"):
             estimate(module, GC200, [w, x], io_tiles=1472)
         assert classes(estimate(module, GC200, [w, x]), 0)["io"] == 8
