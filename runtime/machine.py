@@ -21,21 +21,26 @@ returns `OpCost(compute, exchange, sync, temporary_bytes)`:
   unless listed), and the barrel-threaded tile issues for one worker every W cycles:
   `vector_cycles(e) = ceil(ceil(e / W) / u) * c * W`.
 - AMP ops (matmul, conv, conv_transpose, conv_weight_grad) are a batch of B products of
-  (M x K) by (K x N). The B*M*N outputs spread over t tiles, A = ceil(B*M*N / t) each: a
-  tile takes g = ceil(A / (M*N)) whole products when A >= M*N, else an mb x nb block with
-  mb = min(M, ceil(sqrt(A))), nb = min(N, ceil(A / mb)). compute = ceil(g*mb*nb*K /
-  AMP MACs a cycle); the tile receives its operand slabs, `recv = g*(mb + nb)*K*b` bytes.
+  (M x K) by (K x N), planned with K split in d parts (d = 1, 2, 4, ... <= K). The B*M*N
+  outputs spread over t = min(spread(B*M*N, b), T // d) tiles, A = ceil(B*M*N / t)
+  each: g = ceil(A / (M*N)) whole products when A >= M*N, else an mb x nb block with
+  mb = min(M, ceil(sqrt(A))), nb = min(N, ceil(A / mb)); each of the d tiles of a block
+  takes k = ceil(K / d) of K. compute = ceil(g*mb*nb*k / AMP MACs a cycle); the tile
+  receives its operand slabs, `recv = g*(mb + nb)*k*b` bytes. With d > 1 a second step
+  sums the fp32 partials: each tile receives and adds ceil(g*mb*nb*(d-1)/d) of them.
 - Gathers (gather, index_select, index, embedding_bag, scatter, index_put): a tile
   copies its e result elements (`ceil(e*b / memcpyBytesPerCycle)`) and receives them
   plus the indices: `recv = e*b + index bytes`.
 - Available memory proportion p (spec 4.6.9; default 0.6; an op's own
   `ipu.available_memory` attribute, from `poptorch.set_available_memory`, wins): the
-  received slabs of AMP ops and gathers are temporary memory, capped at
-  cap = p * memoryBytesPerTile per tile. A plan needing more is serialised into
+  received slabs (and partial sums) of AMP ops and gathers are temporary memory, capped
+  at cap = p * memoryBytesPerTile per tile. Slabs needing more are serialised into
   s = min(max pieces, ceil(recv / cap)) pieces (K columns for AMP ops, indices for
   gathers), each its own exchange and sync: exchange = s * ceil(ceil(recv / s) /
-  exchangeBytesPerCycle), sync = s * globalSyncCycles, temporary_bytes = t * ceil(recv / s).
-  Lower p: fewer temporary bytes, more cycles.
+  exchangeBytesPerCycle), sync = s * globalSyncCycles; temporary_bytes = tiles x
+  (ceil(recv / s) + partial sums). The plan is the fastest whose temporaries a tile fit
+  the cap (if none does, the smallest, with the spec's warning): lower p, fewer
+  temporary bytes, more cycles.
 - Reductions: stage 1 reduces each tile's share; when an output's inputs span several
   tiles, stage 2 exchanges fp32 partials to the output's tile and reduces them (a second
   sync). Data movement (permute, slice, concat, pad, ...) copies and receives its result

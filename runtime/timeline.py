@@ -137,7 +137,7 @@ class Timeline:
         getIpuHostLatency ('ipu_host'); see the module docstring without streams."""
         values: dict[str, list[int]] = {"latency": [], "compute": [], "host_ipu": [],
                                         "ipu_host": []}
-        c = self.counters
+        c = {key: self.counters.get(key, []) for key in COUNTERS}
         for it, (first, last) in enumerate(self.spans):
             requested = min((s[it] for s in c["input"]), default=first)
             loaded = max((s[it] for s in c["input_complete"]), default=requested)
