@@ -111,6 +111,18 @@ def _begin(module: torch.nn.Module, args) -> None:
     state["begin"].__enter__()
 
 
+def restart_blocks() -> None:
+    """A new run of the model's forward starts outside every BeginBlock block.
+
+    torch traces a training model's forward more than once (aot_export runs it to
+    collect metadata, then traces the joint graph): a block left open by the previous
+    run would otherwise claim the layers before the first BeginBlock of the next."""
+    state = _capture_state()
+    if state["begin"] is not None:
+        state["begin"].__exit__(None, None, None)
+        state["begin"] = None
+
+
 def BeginBlock(layer_to_call: torch.nn.Module, user_id: str | None = None,  # noqa: N802
                ipu_id: int | str | None = None) -> torch.nn.Module:
     """Start a block at `layer_to_call`: it and everything after it, until the next

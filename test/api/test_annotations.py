@@ -140,3 +140,28 @@ def test_disable_module_namescope():
     ipu = poptorch.inferenceModel(torch.nn.Sequential(torch.nn.Linear(2, 2)))
     ipu(torch.randn(1, 2))
     assert any('ipu.name_scope = "0"' in a for _, a in ipu_ops(ipu))
+
+
+def test_training_layers_before_the_first_begin_block_stay_on_ipu_0():
+    """torch runs a training model's forward twice while capturing it; the BeginBlock
+    left open by the first run must not claim the layers before it in the second."""
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = torch.nn.Linear(4, 8)
+            self.fc2 = poptorch.BeginBlock(torch.nn.Linear(8, 2), ipu_id=1)
+
+        def forward(self, x, y):
+            out = self.fc2(self.fc1(x))
+            return out, torch.nn.functional.mse_loss(out, y)
+
+    opts = poptorch.Options()
+    opts.Training.gradientAccumulation(3)
+    model = poptorch.trainingModel(Model(), opts)
+    model(torch.ones(3, 4), torch.ones(3, 2))
+    calls = re.findall(r"call @(\w+)\(.*\{ipu.kind = \"(\w+)\", "
+                       r"ipu.stage = #ipu.stage<(\d+) : i64, (\d+) : i64>\}",
+                       model._compiled.module_text)
+    assert calls == [("main_stage0", "forward", "0", "0"),
+                     ("main_stage1", "forward_backward", "1", "1"),
+                     ("main_stage2", "backward", "2", "0")]
