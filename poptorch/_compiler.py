@@ -21,7 +21,8 @@ from torch_mlir import ir
 from poptorch.dialects import make_context
 from poptorch.passes import build_pass_manager, parse_pipeline
 from poptorch.runtime.jit import Program, compile_module
-from poptorch.runtime.timeline import Timeline, simulate
+from poptorch.runtime.memory import MemoryEstimate
+from poptorch.runtime.timeline import Timeline
 
 from . import _frontend
 from ._logging import TRACE_ALL, CompileProgress, logger
@@ -56,7 +57,10 @@ class Compiled:
     program: Program
     module_text: str
     timings: dict[str, float] = field(default_factory=dict)
+    module: ir.Module | None = None  # the lowered module, for the machine model
+    context: ir.Context | None = None  # keeps `module` alive
     timeline: Timeline | None = None  # one call's simulated run on the machine model
+    memory: MemoryEstimate | None = None  # the machine model's memory estimate
 
 
 def frames(loc: ir.Location) -> list[ir.FileLineColLoc]:
@@ -147,14 +151,14 @@ def _pipeline_error(err: ir.MLIRError, before: str, step: str,
 
 def compile_captured(captured, dump_dir: str | None = None,
                      module_namescope: bool = True, multi_ipu: tuple[str, ...] = (),
-                     steps: int = 1, progress: CompileProgress | None = None,
+                     progress: CompileProgress | None = None,
                      log_dir: str | None = None) -> Compiled:
     """Import, lower and JIT-compile a captured model (anything with a `graph_module`:
     an inference `_frontend.Captured` or a training `_training.TrainingCaptured`).
 
-    `multi_ipu` are the execution strategy's pipeline steps; the machine model simulates
-    `steps` back-to-back runs of the schedule they build (one call of the model).
-    `progress` advances once for the import, each pipeline step and the JIT."""
+    `multi_ipu` are the execution strategy's pipeline steps. The lowered module stays
+    alive in the result for the machine model (`_device_model`), which the executor
+    runs. `progress` advances once for the import, each pipeline step and the JIT."""
     timings: dict[str, float] = {}
     context = make_context()
     with context, ir.Location.unknown():
@@ -174,8 +178,7 @@ def compile_captured(captured, dump_dir: str | None = None,
         if progress:
             progress.done()
         text = module.operation.get_asm(enable_debug_info=True)
-        timeline = simulate(module, steps)
     if dump_dir:
         with open(os.path.join(dump_dir, "program.py"), "w", encoding="utf-8") as f:
             f.write(program.source)
-    return Compiled(captured, program, text, timings, timeline)
+    return Compiled(captured, program, text, timings, module, context)

@@ -11,15 +11,18 @@ axis, and returns outputs as `Options.outputMode` asks.
 from __future__ import annotations
 
 import time
+import weakref
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils import _pytree as pytree
 
+from poptorch.runtime.memory import MemoryEstimate
 from poptorch.runtime.random import device_random
+from poptorch.runtime.timeline import Timeline
 
-from . import _compiler, _frontend, _logging, _strategies
+from . import _compiler, _device_model, _frontend, _logging, _strategies
 from . import _replica_grouping as grouping
 from .enums import CommGroupType, OutputMode
 from .errors import Error
@@ -201,8 +204,8 @@ class PoplarExecutor:
         multi_ipu = _strategies.multi_ipu_steps(opts.execution_strategy, micro_batches,
                                                 opts.auto_round_num_ipus)
         _logging.configure(opts)
-        # capture, import, the pipeline's steps and the JIT
-        total = 3 + len(_compiler.PIPELINE) + len(multi_ipu)
+        # capture, import, the pipeline's steps, the JIT and the machine model
+        total = 4 + len(_compiler.PIPELINE) + len(multi_ipu)
         progress = _logging.CompileProgress(opts.show_compilation_progress_bar, total)
         start = time.perf_counter()
         try:
@@ -211,8 +214,13 @@ class PoplarExecutor:
             progress.done()
             self._compiled = _compiler.compile_captured(
                 captured, opts.ir_dump_dir, opts.module_namescope, tuple(multi_ipu),
-                steps=opts.device_iterations if self._training else 1, progress=progress,
-                log_dir=opts.log_dir)
+                progress=progress, log_dir=opts.log_dir)
+            progress.start("machine model")
+            self._estimate_memory()
+            progress.done()
+        except Error:
+            self._compiled = None
+            raise
         finally:
             progress.close()
         _logging.logger.info("compiled the %s model in %.2f s", self._name(),
@@ -228,6 +236,43 @@ class PoplarExecutor:
         seed = opts.random_seed if opts.random_seed is not None else torch.initial_seed()
         self._random = np.random.default_rng(seed)
         self._compile_extra()
+        self._simulate()
+        self._last_run: Timeline | None = None
+        self._profile_written = False
+        self._finalizer: weakref.finalize | None = None
+
+    # ---- the machine model -------------------------------------------------------------
+    def _optimizer_slots(self) -> dict[str, int]:
+        """Optimizer state tensors per weight (none in inference)."""
+        return {}
+
+    def _estimate_memory(self) -> None:
+        """Estimate memory per IPU on the machine model and refuse a model that does not
+        fit, before its weights are uploaded."""
+        compiled, opts = self._compiled, self._options
+        self._machine = _device_model.machine_of(opts)
+        with compiled.context:
+            first = _device_model.timeline_of(compiled.module, self._machine,
+                                              compiled.captured, opts, self._training)
+            compiled.memory = _device_model.memory_of(
+                compiled.module, self._machine, compiled.captured, opts, self._training,
+                self._optimizer_slots(), first.stash_bytes)
+        compiled.timeline = first
+        compiled.memory.check()
+
+    def _step_end(self) -> list[tuple[str, str, int, int]]:
+        """The machine model's work after each step's micro-batches (training's update)."""
+        return []
+
+    def _simulate(self) -> None:
+        """The machine model's timeline of one call, with the work ending each step."""
+        compiled = self._compiled
+        epilogue = self._step_end()
+        if epilogue:
+            with compiled.context:
+                compiled.timeline = _device_model.timeline_of(
+                    compiled.module, self._machine, compiled.captured, self._options,
+                    self._training, epilogue)
 
     def _capture(self, model: torch.nn.Module, args: tuple, kwargs: dict):
         return _frontend.capture(model, args, kwargs)
@@ -333,14 +378,97 @@ class PoplarExecutor:
         self.copyWeightsToDevice()
         return result
 
-    def getTimeline(self):  # noqa: N802 - beyond PopTorch, named in its style
+    def getTimeline(self) -> Timeline:  # noqa: N802 - beyond PopTorch, named in its style
         """The machine model's simulated timeline of one call: per-IPU events (compute,
-        IPU-Link copies, streaming-memory transfers), total cycles, idle fraction and
-        stash bytes (`poptorch.runtime.timeline.Timeline`; `.to_dict()` for JSON)."""
+        IPU-Link copies, streaming-memory and host transfers, the step's all-reduce and
+        optimizer update), total cycles, idle fraction, stash bytes, perf counters and
+        latencies (`poptorch.runtime.timeline.Timeline`; `.to_dict()` for JSON)."""
         if self._compiled is None:
             raise Error("the model must be compiled before it has a timeline",
                         type="executor")
         return self._compiled.timeline
+
+    def getMemoryEstimate(self) -> MemoryEstimate:  # noqa: N802 - beyond PopTorch
+        """The machine model's memory estimate: bytes per IPU by tensor class (weights,
+        activations, stash, optimizer state, gradients, temporary, code, io), per tile,
+        the largest tensors (`poptorch.runtime.memory.MemoryEstimate`)."""
+        if self._compiled is None:
+            raise Error("the model must be compiled before it has a memory estimate",
+                        type="executor")
+        return self._compiled.memory
+
+    def _last(self, what: str) -> Timeline:
+        """The timeline of the last run (the same for every call of a compiled model)."""
+        self._check_alive()
+        if self._compiled is None or self._last_run is None:
+            raise Error(f"the model must run before its {what} is known; call it first",
+                        type="executor")
+        return self._last_run
+
+    def cycleCount(self) -> int:  # noqa: N802
+        """Cycles the (first replica's) IPUs ran in the last call, on the machine model."""
+        return self._last("cycle count").total_cycles
+
+    def getLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """Round-trip latency of the last call's iterations (seconds): first input
+        requested to last output written back; (minimum, maximum, average)."""
+        return self._last("latency").latencies()["latency"]
+
+    def getComputeLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """Last input transferred to last output available, per iteration of the last
+        call (seconds): (minimum, maximum, average)."""
+        return self._last("compute latency").latencies()["compute"]
+
+    def getHostIpuLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """First input requested to last input transferred, per iteration of the last
+        call (seconds): (minimum, maximum, average)."""
+        return self._last("host-IPU latency").latencies()["host_ipu"]
+
+    def getIpuHostLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """First output available to last output written back, per iteration of the last
+        call (seconds): (minimum, maximum, average)."""
+        return self._last("IPU-host latency").latencies()["ipu_host"]
+
+    def getPerfCounters(self) -> dict[str, list[list[float]]]:  # noqa: N802
+        """'input', 'input_complete', 'output', 'output_complete': per input (output)
+        tensor, the time in seconds of each iteration of the last call."""
+        return self._last("perf counters").perf_counters()
+
+    def _after_run(self) -> None:
+        """Cycle count log (logCycleCount) and the profile report of the run."""
+        timeline = self._last_run = self._compiled.timeline
+        if self._options.log_cycle_count:
+            _logging.logger.debug("Total number of IPU cycles: %d", timeline.total_cycles)
+        if not self._profile_written:
+            self._profile_written = True
+            self._write_profile()
+
+    def _write_profile(self) -> None:
+        """The report of `enableProfiling` / POPLAR_ENGINE_OPTIONS autoReport, written
+        after the first run and again (with later tracepoints) when the executor is
+        destroyed or the interpreter exits."""
+        from . import profiling
+
+        opts = self._options
+        where = profiling.profile_settings(opts.profile_dir, opts.model_name,
+                                           "training" if self._training else "inference")
+        if where is None or self._compiled is None:
+            return
+        directory, name = where
+        timeline, memory = self._compiled.timeline.to_dict(), self._compiled.memory.to_dict()
+        options = opts.toDict()
+
+        def write() -> None:
+            from poptorch.runtime.profile import write_report
+
+            paths = write_report(directory, name, timeline, memory,
+                                 profiling._recorder.events(), options)
+            _logging.logger.debug("profile report: %s", paths["html"])
+
+        write()
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, write)
 
     def getTensorNames(self) -> list[str]:  # noqa: N802
         """Names of the model's device tensors: weights, buffers, then inputs."""
@@ -370,6 +498,9 @@ class PoplarExecutor:
 
     def destroy(self) -> None:
         """Release the compiled program and device state; the executor is unusable after."""
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()  # the profile report, with the tracepoints recorded since the run
         self._compiled = None
         self._device.clear()
         self._uploaded.clear()
@@ -387,7 +518,9 @@ class PoplarExecutor:
             self.attachToDevice()
         self._check_inputs(flat, spec)
         self._before_run()
-        return self._run(flat)
+        result = self._run(flat)
+        self._after_run()
+        return result
 
     def _before_run(self) -> None:
         """Inference: pick up host-side weight changes (and a trainer's new weights)."""

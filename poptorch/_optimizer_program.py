@@ -200,6 +200,10 @@ class OptimizerSpec:
             return [*keys, step]
         return [("exp_avg", first), ("exp_avg_sq", second), step]
 
+    def state_slots(self, group: int) -> int:
+        """State tensors of a weight's shape per parameter of `group` (the step aside)."""
+        return sum(key != "step" for key, _ in self._state_keys(group))
+
     def _params(self) -> list[Param]:
         if self.params is None:
             raise Error("OptimizerSpec.emit must run before the state layout is known")

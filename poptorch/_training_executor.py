@@ -26,7 +26,7 @@ from poptorch.dialects import make_context, replica_group
 from poptorch.dialects.structure import AllReduceOp
 from poptorch.runtime.jit import compile_module
 
-from . import _training
+from . import _device_model, _training
 from ._executor import PoplarExecutor
 from .enums import MeanReductionStrategy, ReductionType
 from .errors import Error
@@ -104,8 +104,7 @@ class TrainingExecutor(PoplarExecutor):
         self._spec = describe(self._optimizer)
         self._check_grouped_clipping()
         captured = self._compiled.captured
-        groups = {id(p): index for index, group in enumerate(self._optimizer.param_groups)
-                  for p in group["params"]}
+        groups = self._param_groups()
         with make_context() as context, ir.Location.unknown():
             params = []
             for name in captured.trainable:
@@ -114,6 +113,9 @@ class TrainingExecutor(PoplarExecutor):
                 params.append((name, groups.get(id(host), 0), _tensor_type(array)))
             module = ir.Module.create()
             self._spec.emit(module, params)
+            self._update_cycles = _device_model.optimizer_cycles(
+                _function(module, "optimizer_step"), [name for name, _, _ in params],
+                self._machine)
             self._emit_reduce(module, [(name, t) for name, _, t in params])
             self._optimizer_step = compile_module(module, "optimizer_step")
             self._reduce = compile_module(module, "reduce_gradients")
@@ -125,6 +127,26 @@ class TrainingExecutor(PoplarExecutor):
         self._link_optimizer(self._optimizer)
         self._auto_scale = self._spec.loss_scaling(self._optimizer)  # automatic loss scaling
         self._good_steps = 0
+
+    def _param_groups(self) -> dict[int, int]:
+        """id(parameter) -> index of its param group in the optimizer."""
+        return {id(p): index for index, group in enumerate(self._optimizer.param_groups)
+                for p in group["params"]}
+
+    def _optimizer_slots(self) -> dict[str, int]:
+        from ._optimizer_program import describe
+
+        spec, groups = describe(self._optimizer), self._param_groups()
+        return {name: spec.state_slots(groups.get(id(self._model.get_parameter(name)), 0))
+                for name in self._compiled.captured.trainable}
+
+    def _step_end(self) -> list[tuple[str, str, int, int]]:
+        compiled = self._compiled
+        with compiled.context:
+            return _device_model.epilogue_of(compiled.module, compiled.captured,
+                                             compiled.memory, self._machine,
+                                             self._options.replication_factor,
+                                             self._update_cycles)
 
     def _check_grouped_clipping(self) -> None:
         """max_grad_norm scales every gradient by one norm over all of them; with
@@ -315,6 +337,11 @@ class _OptimizerLink:
         ex._state = ex._spec.load_state_dict(ex._optimizer, state_dict, weights,
                                              ex._parameters())
         ex._spec.check_constants(ex._optimizer)
+
+
+def _function(module: ir.Module, name: str) -> ir.Operation:
+    return next(op.operation for op in module.body.operations
+                if ir.StringAttr(op.attributes["sym_name"]).value == name)
 
 
 def _tensor_type(array: np.ndarray) -> ir.RankedTensorType:

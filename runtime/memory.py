@@ -158,6 +158,7 @@ class MemoryEstimate:
     off_chip_bytes: int  # Streaming Memory in use, each tensor once
     tiles: int  # compute tiles per IPU (IO tiles excluded)
     memory_bytes_per_tile: int
+    argument_ipus: dict[int, list[int]] = field(default_factory=dict)  # @main arg -> IPUs
 
     def to_dict(self) -> dict:
         """Plain data for the profile report (IPU keys as strings, for JSON)."""
@@ -541,7 +542,9 @@ class _Estimator:
         ipus = {ipu: self.ipu_memory(ipu, temporary)
                 for ipu in sorted({u.ipu for u in self.units})}
         off_chip = {r.name: r.off_chip for r in self.records if r.off_chip}
-        return MemoryEstimate(ipus, sum(off_chip.values()), self.tiles, self.per_tile)
+        return MemoryEstimate(ipus, sum(off_chip.values()), self.tiles, self.per_tile,
+                              {index: sorted({ipu for ipu, _, _ in places})
+                               for index, places in sorted(self.uses.items())})
 
 
 def estimate(module: ir.Module, machine: Machine, args: Sequence[ArgInfo], *,

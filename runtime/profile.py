@@ -314,12 +314,17 @@ def _memory_figure(memory: dict) -> go.Figure:
         figure.add_trace(go.Bar(x=labels, y=[info.get("classes", {}).get(cls, 0)
                                              for info in infos],
                                 name=cls, marker_color=CLASS_COLOURS[n % len(CLASS_COLOURS)]))
-    if any("available" in info for info in infos):
+    used = max((sum(info.get("classes", {}).values()) for info in infos), default=0)
+    available = [info["available"] for info in infos if "available" in info]
+    title = "Memory per IPU by tensor class"
+    if available and max(available) > 4 * used:  # the bars would be too thin to see
+        title += f" (available: {_bytes(max(available))} per IPU, off this scale)"
+    elif available:
         figure.add_trace(go.Scatter(
             x=labels, y=[info.get("available") for info in infos], name="available",
             mode="markers", marker={"symbol": "line-ew-open", "size": 60, "color": "#d62728",
                                     "line": {"width": 3, "color": "#d62728"}}))
-    figure.update_layout(title="Memory per IPU by tensor class", barmode="stack",
+    figure.update_layout(title=title, barmode="stack",
                          template="plotly_white", yaxis_title="bytes", height=420,
                          margin={"l": 10, "r": 10, "t": 50})
     return figure
