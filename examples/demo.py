@@ -56,6 +56,11 @@ def main() -> None:
     print(f"\nfirst call (capture + compile + run): {first_call:.2f} s, "
           f"second call: {second_call * 1000:.1f} ms")
     print("compile phases (ms):", {k: round(v * 1000, 1) for k, v in compiled.timings.items()})
+    memory = ipu_model.getMemoryEstimate().ipus[0]
+    by_class = ", ".join(f"{name} {size:,} B" for name, size in memory.classes.items() if size)
+    print(f"machine model (GC200): {ipu_model.cycleCount():,} cycles a call, compute latency "
+          f"{ipu_model.getComputeLatency()[2] * 1e6:.1f} us per iteration, memory on IPU 0 "
+          f"{memory.total / 2**20:.2f} MiB ({by_class})")
     ops = collections.Counter(re.findall(r'"(ipu\.\w+)"', compiled.module_text))
     print(f"ipu ops in the compiled program ({sum(ops.values())}):", dict(ops.most_common()))
     source = compiled.program.source.splitlines()

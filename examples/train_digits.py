@@ -73,6 +73,12 @@ def main() -> None:
                 bar.update()
     print(f"trained in {time.perf_counter() - start:.1f} s "
           f"(first call includes compilation), final loss {loss.mean().item():.4f}")
+    memory = trainer.getMemoryEstimate().ipus[0]
+    low, high, mean = trainer.getLatency()
+    print(f"machine model (GC200), one call: {trainer.cycleCount():,} cycles "
+          f"({trainer.getTimeline().total_seconds * 1e6:.1f} us), round-trip latency per "
+          f"iteration {mean * 1e6:.1f} us (min {low * 1e6:.1f}, max {high * 1e6:.1f}), "
+          f"memory on IPU 0 {memory.total / 2**20:.2f} of {memory.available / 2**20:.0f} MiB")
 
     evaluator = poptorch.inferenceModel(model)  # picks up the trained weights
     accuracy = (evaluator(test_x) == test_y).float().mean().item()
