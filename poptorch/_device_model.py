@@ -25,7 +25,8 @@ from typing import Any
 
 from torch_mlir import ir
 
-from poptorch.runtime.machine import GC200, Machine, machine_for, op_cost, value_bytes
+from poptorch.runtime.cost import op_cost
+from poptorch.runtime.machine import GC200, Machine, machine_for, value_bytes
 from poptorch.runtime.memory import ArgInfo, Location, Locations, MemoryEstimate, estimate
 from poptorch.runtime.timeline import HostStreams, Timeline, simulate
 

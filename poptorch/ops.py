@@ -86,7 +86,7 @@ def set_available_memory(tensor: torch.Tensor,
     (spec 4.6.9); on the output of any other op it is an identity. Returns `tensor`.
 
     Less temporary memory makes the machine model's plan of the op serialise its
-    exchange into more steps (more cycles, see `poptorch.runtime.machine`).
+    exchange into more steps (more cycles, see `poptorch.runtime.cost`).
     """
     from .errors import Error
 

@@ -56,7 +56,8 @@ from torch_mlir import ir
 
 from poptorch.errors import Error
 
-from .machine import GC200, Machine, OpCost, op_cost, value_bytes
+from .cost import OpCost, op_cost
+from .machine import GC200, Machine, value_bytes
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The machine presets and the cost model: op plans pinned against calculations by hand.
 
 Each pinned figure is worked out here from the `Machine` fields and the planning rules
-of runtime/machine.py's docstring (128-byte tile grain, AMP blocks and K split,
+of runtime/cost.py's docstring (128-byte tile grain, AMP blocks and K split,
 PopLibs' vector loop costs, available-memory serialisation), not by calling the model.
 """
 
@@ -15,16 +15,8 @@ from torch_mlir import ir
 
 import poptorch
 from poptorch.dialects import make_context
-from poptorch.runtime.machine import (
-    GC2,
-    GC200,
-    GC200_FP8,
-    IPUS_IN_SYSTEM,
-    Machine,
-    machine_for,
-    op_cost,
-    op_cycles,
-)
+from poptorch.runtime.cost import op_cost, op_cycles
+from poptorch.runtime.machine import GC2, GC200, GC200_FP8, IPUS_IN_SYSTEM, Machine, machine_for
 
 M = GC200
 TILES, WORKERS, SYNC = M.tilesPerIPU, M.numWorkerContexts, M.globalSyncCycles

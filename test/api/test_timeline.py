@@ -13,7 +13,8 @@ from torch_mlir import ir
 
 from poptorch.dialects import make_context
 from poptorch.errors import Error
-from poptorch.runtime.machine import GC200, op_cycles
+from poptorch.runtime.cost import op_cycles
+from poptorch.runtime.machine import GC200
 from poptorch.runtime.timeline import HostStreams, simulate
 
 M = GC200
