@@ -19,6 +19,7 @@ program turned into the arguments of `runtime.machine`, `runtime.memory.estimate
 
 from __future__ import annotations
 
+import weakref
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,6 +31,8 @@ from poptorch.runtime.machine import GC200, Machine, machine_for, value_bytes
 from poptorch.runtime.memory import ArgInfo, Location, Locations, MemoryEstimate, estimate
 from poptorch.runtime.timeline import HostStreams, Timeline, simulate
 
+from . import _logging
+from .errors import Error
 from .options import Options
 
 
@@ -148,3 +151,132 @@ def timeline_of(module: ir.Module, machine: Machine, captured: Any, options: Opt
         proportions=options.available_memory_proportion,
         io_tiles=options.TensorLocations.num_io_tiles, epilogue=epilogue)
 
+
+class MachineFigures:
+    """PoplarExecutor's part that runs the machine model on the compiled module and
+    reports its figures (the spec's cycle count, latencies and perf counters, the
+    profile report, and beyond PopTorch the timeline and the memory estimate)."""
+
+    def _optimizer_slots(self) -> dict[str, int]:
+        """Optimizer state tensors per weight (none in inference)."""
+        return {}
+
+    def _estimate_memory(self) -> None:
+        """Estimate memory per IPU on the machine model and refuse a model that does not
+        fit, before its weights are uploaded."""
+        compiled, opts = self._compiled, self._options
+        self._machine = machine_of(opts)
+        with compiled.context:
+            first = timeline_of(compiled.module, self._machine,
+                                              compiled.captured, opts, self._training)
+            compiled.memory = memory_of(
+                compiled.module, self._machine, compiled.captured, opts, self._training,
+                self._optimizer_slots(), first.stash_bytes)
+        compiled.timeline = first
+        compiled.memory.check()
+
+    def _step_end(self) -> list[tuple[str, str, int, int]]:
+        """The machine model's work after each step's micro-batches (training's update)."""
+        return []
+
+    def _simulate(self) -> None:
+        """The machine model's timeline of one call, with the work ending each step."""
+        compiled = self._compiled
+        epilogue = self._step_end()
+        if epilogue:
+            with compiled.context:
+                compiled.timeline = timeline_of(
+                    compiled.module, self._machine, compiled.captured, self._options,
+                    self._training, epilogue)
+
+    def getTimeline(self) -> Timeline:  # noqa: N802 - beyond PopTorch, named in its style
+        """The machine model's simulated timeline of one call: per-IPU events (compute,
+        IPU-Link copies, streaming-memory and host transfers, the step's all-reduce and
+        optimizer update), total cycles, idle fraction, stash bytes, perf counters and
+        latencies (`poptorch.runtime.timeline.Timeline`; `.to_dict()` for JSON)."""
+        if self._compiled is None:
+            raise Error("the model must be compiled before it has a timeline",
+                        type="executor")
+        return self._compiled.timeline
+
+    def getMemoryEstimate(self) -> MemoryEstimate:  # noqa: N802 - beyond PopTorch
+        """The machine model's memory estimate: bytes per IPU by tensor class (weights,
+        activations, stash, optimizer state, gradients, temporary, code, io), per tile,
+        the largest tensors (`poptorch.runtime.memory.MemoryEstimate`)."""
+        if self._compiled is None:
+            raise Error("the model must be compiled before it has a memory estimate",
+                        type="executor")
+        return self._compiled.memory
+
+    def _last(self, what: str) -> Timeline:
+        """The timeline of the last run (the same for every call of a compiled model)."""
+        self._check_alive()
+        if self._compiled is None or self._last_run is None:
+            raise Error(f"the model must run before its {what} is known; call it first",
+                        type="executor")
+        return self._last_run
+
+    def cycleCount(self) -> int:  # noqa: N802
+        """Cycles the (first replica's) IPUs ran in the last call, on the machine model."""
+        return self._last("cycle count").total_cycles
+
+    def getLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """Round-trip latency of the last call's iterations (seconds): first input
+        requested to last output written back; (minimum, maximum, average)."""
+        return self._last("latency").latencies()["latency"]
+
+    def getComputeLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """Last input transferred to last output available, per iteration of the last
+        call (seconds): (minimum, maximum, average)."""
+        return self._last("compute latency").latencies()["compute"]
+
+    def getHostIpuLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """First input requested to last input transferred, per iteration of the last
+        call (seconds): (minimum, maximum, average)."""
+        return self._last("host-IPU latency").latencies()["host_ipu"]
+
+    def getIpuHostLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """First output available to last output written back, per iteration of the last
+        call (seconds): (minimum, maximum, average)."""
+        return self._last("IPU-host latency").latencies()["ipu_host"]
+
+    def getPerfCounters(self) -> dict[str, list[list[float]]]:  # noqa: N802
+        """'input', 'input_complete', 'output', 'output_complete': per input (output)
+        tensor, the time in seconds of each iteration of the last call."""
+        return self._last("perf counters").perf_counters()
+
+    def _after_run(self) -> None:
+        """Cycle count log (logCycleCount) and the profile report of the run."""
+        timeline = self._last_run = self._compiled.timeline
+        if self._options.log_cycle_count:
+            _logging.logger.debug("Total number of IPU cycles: %d", timeline.total_cycles)
+        if not self._profile_written:
+            self._profile_written = True
+            self._write_profile()
+
+    def _write_profile(self) -> None:
+        """The report of `enableProfiling` / POPLAR_ENGINE_OPTIONS autoReport, written
+        after the first run and again (with later tracepoints) when the executor is
+        destroyed or the interpreter exits."""
+        from . import profiling
+
+        opts = self._options
+        where = profiling.profile_settings(opts.profile_dir, opts.model_name,
+                                           "training" if self._training else "inference")
+        if where is None or self._compiled is None:
+            return
+        directory, name = where
+        timeline, memory = self._compiled.timeline.to_dict(), self._compiled.memory.to_dict()
+        options = opts.toDict()
+
+        def write() -> None:
+            from poptorch.runtime.profile import write_report
+
+            paths = write_report(directory, name, timeline, memory,
+                                 profiling._recorder.events(), options)
+            _logging.logger.debug("profile report: %s", paths["html"])
+
+        write()
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, write)
