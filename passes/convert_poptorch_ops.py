@@ -24,6 +24,7 @@ from poptorch.dialects.reduction import ReduceOp
 from poptorch.dialects.structure import NopOp, PrintOp
 
 from .conversion.common import Builder, Patterns, Unsupported
+from .import_annotations import annotate
 from .registry import Pass, register
 
 log = logging.getLogger("poptorch.passes")
@@ -98,20 +99,6 @@ def tuned_producer(value: ir.Value) -> ir.Operation | None:
                     found := tuned_producer(operand)) is not None:
                 return found
     return None
-
-
-def annotate(op: ir.Operation, key: str, attr: ir.Attribute) -> None:
-    """Add `key = attr` to the fused-location metadata of `op` (ipu-import-annotations
-    turns it into an attribute of the ops `op` becomes)."""
-    loc = op.location
-    entries, inner = {}, [loc]
-    if isinstance(loc, ir.FusedLoc):
-        md = loc.metadata.maybe_downcast() if loc.metadata is not None else None
-        if isinstance(md, ir.DictAttr):
-            entries, inner = {n.name: n.attr for n in md}, list(loc.locations)
-    entries[key] = attr
-    op.location = ir.Location.fused(inner, metadata=ir.DictAttr.get(entries, op.context),
-                                    context=op.context)
 
 
 @register

@@ -35,6 +35,20 @@ def collect(loc: ir.Location, found: dict[str, list[ir.Attribute]]) -> None:
         collect(loc.caller, found)
 
 
+def annotate(op: ir.Operation, key: str, attr: ir.Attribute) -> None:
+    """Add `key = attr` to the fused-location metadata of `op`, where `collect` finds it
+    (this pass then puts it on the ops `op` becomes)."""
+    loc = op.location
+    entries, inner = {}, [loc]
+    if isinstance(loc, ir.FusedLoc):
+        md = loc.metadata.maybe_downcast() if loc.metadata is not None else None
+        if isinstance(md, ir.DictAttr):
+            entries, inner = {n.name: n.attr for n in md}, list(loc.locations)
+    entries[key] = attr
+    op.location = ir.Location.fused(inner, metadata=ir.DictAttr.get(entries, op.context),
+                                    context=op.context)
+
+
 def strip(loc: ir.Location) -> ir.Location:
     """`loc` without `ipu.*` metadata (other metadata is kept)."""
     if isinstance(loc, ir.FusedLoc):
