@@ -93,3 +93,8 @@ def functions(module: ir.Operation) -> list[ir.Operation]:
 
 def symbol(op: ir.Operation) -> str:
     return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+def symbol_table(module: ir.Operation) -> dict[str, ir.Operation]:
+    """The functions of `module` that have a body, by name."""
+    return {symbol(func): func for func in functions(module)}

@@ -26,6 +26,7 @@ from typing import Any
 
 from torch_mlir import ir
 
+from poptorch.passes.stages import symbol_table
 from poptorch.runtime.cost import op_cost
 from poptorch.runtime.machine import GC200, Machine, machine_for, value_bytes
 from poptorch.runtime.memory import ArgInfo, Location, Locations, MemoryEstimate, estimate
@@ -114,7 +115,7 @@ def epilogue_of(module: ir.Module, captured: Any, memory: MemoryEstimate, machin
                 ) -> list[tuple[str, str, int, int]]:
     """The work ending each training step, per IPU: all-reduce, then the update."""
     index = {arg.name: i for i, arg in enumerate(captured.arguments)}
-    params = _main(module).regions[0].blocks[0].arguments
+    params = symbol_table(module.operation)["main"].regions[0].blocks[0].arguments
     grad_bytes: Counter[int] = Counter()
     update_cycles: Counter[int] = Counter({0: update.get(None, 0)})
     for name in captured.trainable:
@@ -131,17 +132,12 @@ def epilogue_of(module: ir.Module, captured: Any, memory: MemoryEstimate, machin
     return work
 
 
-def _main(module: ir.Module) -> ir.Operation:
-    return next(op.operation for op in module.body.operations
-                if "sym_name" in op.attributes
-                and ir.StringAttr(op.attributes["sym_name"]).value == "main")
-
-
 def timeline_of(module: ir.Module, machine: Machine, captured: Any, options: Options,
                 training: bool, epilogue: Sequence[tuple[str, str, int, int]] = ()
                 ) -> Timeline:
     """One call of the model on the machine model."""
-    function_type = ir.TypeAttr(_main(module).attributes["function_type"]).value
+    function_type = ir.TypeAttr(
+        symbol_table(module.operation)["main"].attributes["function_type"]).value
     results = len(ir.FunctionType(function_type).results)
     return simulate(
         module, options.device_iterations if training else 1, machine,
@@ -157,6 +153,9 @@ class MachineFigures:
     reports its figures (the spec's cycle count, latencies and perf counters, the
     profile report, and beyond PopTorch the timeline and the memory estimate)."""
 
+    _last_run: Timeline | None = None  # the timeline of the last call since compiling
+    _finalizer: weakref.finalize | None = None  # rewrites the profile report at the end
+
     def _optimizer_slots(self) -> dict[str, int]:
         """Optimizer state tensors per weight (none in inference)."""
         return {}
@@ -165,10 +164,14 @@ class MachineFigures:
         """Estimate memory per IPU on the machine model and refuse a model that does not
         fit, before its weights are uploaded."""
         compiled, opts = self._compiled, self._options
+        self._last_run = None
+        if self._finalizer is not None:  # a report of the previous compilation
+            self._finalizer.detach()
+            self._finalizer = None
         self._machine = machine_of(opts)
         with compiled.context:
-            first = timeline_of(compiled.module, self._machine,
-                                              compiled.captured, opts, self._training)
+            first = timeline_of(compiled.module, self._machine, compiled.captured, opts,
+                                self._training)
             compiled.memory = memory_of(
                 compiled.module, self._machine, compiled.captured, opts, self._training,
                 self._optimizer_slots(), first.stash_bytes)
@@ -246,12 +249,12 @@ class MachineFigures:
         return self._last("perf counters").perf_counters()
 
     def _after_run(self) -> None:
-        """Cycle count log (logCycleCount) and the profile report of the run."""
+        """Cycle count log (logCycleCount) and, after the first run, the profile report."""
+        first = self._last_run is None
         timeline = self._last_run = self._compiled.timeline
         if self._options.log_cycle_count:
             _logging.logger.debug("Total number of IPU cycles: %d", timeline.total_cycles)
-        if not self._profile_written:
-            self._profile_written = True
+        if first:
             self._write_profile()
 
     def _write_profile(self) -> None:
@@ -277,6 +280,4 @@ class MachineFigures:
             _logging.logger.debug("profile report: %s", paths["html"])
 
         write()
-        if self._finalizer is not None:
-            self._finalizer.detach()
         self._finalizer = weakref.finalize(self, write)

@@ -11,7 +11,6 @@ axis, and returns outputs as `Options.outputMode` asks.
 from __future__ import annotations
 
 import time
-import weakref
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,6 @@ import torch
 from torch.utils import _pytree as pytree
 
 from poptorch.runtime.random import device_random
-from poptorch.runtime.timeline import Timeline
 
 from . import _compiler, _frontend, _logging, _strategies
 from . import _replica_grouping as grouping
@@ -237,9 +235,6 @@ class PoplarExecutor(MachineFigures):
         self._random = np.random.default_rng(seed)
         self._compile_extra()
         self._simulate()
-        self._last_run: Timeline | None = None
-        self._profile_written = False
-        self._finalizer: weakref.finalize | None = None
 
     def _capture(self, model: torch.nn.Module, args: tuple, kwargs: dict):
         return _frontend.capture(model, args, kwargs)
@@ -373,9 +368,8 @@ class PoplarExecutor(MachineFigures):
 
     def destroy(self) -> None:
         """Release the compiled program and device state; the executor is unusable after."""
-        finalizer = getattr(self, "_finalizer", None)
-        if finalizer is not None:
-            finalizer()  # the profile report, with the tracepoints recorded since the run
+        if self._finalizer is not None:
+            self._finalizer()  # the profile report, with the tracepoints recorded since
         self._compiled = None
         self._device.clear()
         self._uploaded.clear()

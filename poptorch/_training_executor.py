@@ -24,6 +24,7 @@ from torch_mlir.dialects import func
 
 from poptorch.dialects import make_context, replica_group
 from poptorch.dialects.structure import AllReduceOp
+from poptorch.passes.stages import symbol_table
 from poptorch.runtime.jit import compile_module
 
 from . import _device_model, _training
@@ -114,7 +115,8 @@ class TrainingExecutor(PoplarExecutor):
             module = ir.Module.create()
             self._spec.emit(module, params)
             self._update_cycles = _device_model.optimizer_cycles(
-                _function(module, "optimizer_step"), [name for name, _, _ in params],
+                symbol_table(module.operation)["optimizer_step"],
+                [name for name, _, _ in params],
                 self._machine)
             self._emit_reduce(module, [(name, t) for name, _, t in params])
             self._optimizer_step = compile_module(module, "optimizer_step")
@@ -337,11 +339,6 @@ class _OptimizerLink:
         ex._state = ex._spec.load_state_dict(ex._optimizer, state_dict, weights,
                                              ex._parameters())
         ex._spec.check_constants(ex._optimizer)
-
-
-def _function(module: ir.Module, name: str) -> ir.Operation:
-    return next(op.operation for op in module.body.operations
-                if ir.StringAttr(op.attributes["sym_name"]).value == name)
 
 
 def _tensor_type(array: np.ndarray) -> ir.RankedTensorType:

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from torch_mlir import ir
 
 from poptorch.errors import Error
+from poptorch.passes.stages import int_attribute, placement, symbol, symbol_table
 
 from .machine import Machine, spread, value_bytes
 
@@ -201,10 +202,6 @@ def _mib(nbytes: int) -> str:
     return f"{nbytes / 2**20:.1f} MiB"
 
 
-def _int(attr: ir.Attribute) -> int:
-    return ir.IntegerAttr(attr).value
-
-
 def _elements(value: ir.Value) -> int:
     return math.prod(ir.ShapedType(value.type).shape) if isinstance(
         value.type, ir.ShapedType) else 1
@@ -274,7 +271,7 @@ def liveness(func: ir.Operation, received: Mapping[int, str] | None = None,
     inputs, stash) are not counted, nor values returned at a position in `excluded`
     (gradients, buffer updates). `ipu.constant`s come back as weights."""
     received = received or {}
-    name = ir.StringAttr(func.attributes["sym_name"]).value
+    name = symbol(func)
     buffers: list[list] = []  # [first position, last position, bytes, value, from]
     alias: dict[ir.Value, set[int]] = {}
     for k, arg in enumerate(func.regions[0].blocks[0].arguments):
@@ -343,8 +340,7 @@ class _Estimator:
         self.replicas, self.accumulate, self.locations = replicas, accumulate, locations
         self.tiles, self.per_tile = machine.compute_tiles(io_tiles), machine.memoryBytesPerTile
         self.available = self.tiles * self.per_tile
-        self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op.operation
-                          for op in module.body.operations if "sym_name" in op.attributes}
+        self.functions = symbol_table(module.operation)
         if "main" not in self.functions:
             raise Error("the module has no func.func @main to estimate", type="runtime")
         self.main = self.functions["main"]
@@ -366,9 +362,7 @@ class _Estimator:
     # ---- the module's structure ------------------------------------------------------
     @staticmethod
     def where(call: ir.Operation) -> tuple[int, int | None]:
-        attrs = call.attributes
-        return (_int(attrs["ipu.stage"].ipu),
-                _int(attrs["ipu.phase"]) if "ipu.phase" in attrs else None)
+        return placement(call)[1], int_attribute(call, "ipu.phase")
 
     def returned(self, call: ir.Operation | None) -> dict[int, tuple[str, str]]:
         """(kind, name) of the values `call` returns that @main returns, by result number
@@ -393,7 +387,7 @@ class _Estimator:
             return "arg", (value.arg_number, False)
         owner = value.owner.operation
         if owner.name == "ipu.copy":
-            return "received", f"copied from IPU {_int(owner.attributes['src_ipu'])}"
+            return "received", f"copied from IPU {int_attribute(owner, 'src_ipu')}"
         if owner.name == "ipu.remote_load":
             inner = owner.operands[0]
             if not isinstance(inner, ir.OpResult):

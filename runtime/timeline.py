@@ -55,6 +55,7 @@ from dataclasses import asdict, dataclass, field
 from torch_mlir import ir
 
 from poptorch.errors import Error
+from poptorch.passes.stages import int_attribute, placement, symbol_table
 
 from .cost import OpCost, op_cost
 from .machine import GC200, Machine, value_bytes
@@ -202,18 +203,13 @@ class _Node:
     reads: list[int] = field(default_factory=list)  # @main arguments a call reads
 
 
-def _int(attr: ir.Attribute) -> int:
-    return ir.IntegerAttr(attr).value
-
-
 class _Module:
     """What the simulation reads from the module, in plain Python."""
 
     def __init__(self, module: ir.Module, machine: Machine, micro_batches: int,
                  proportions: dict[int, float], io_tiles: int) -> None:
         self.machine, self.proportions, self.io_tiles = machine, proportions, io_tiles
-        self.functions = {ir.StringAttr(op.attributes["sym_name"]).value: op
-                          for op in module.body.operations if "sym_name" in op.attributes}
+        self.functions = symbol_table(module.operation)
         if "main" not in self.functions:
             raise Error("the module has no func.func @main to simulate", type="runtime")
         self.main = self.functions["main"]
@@ -233,9 +229,9 @@ class _Module:
             self.micro_batches = micro_batches
             self._whole_main()
         else:
-            self.micro_batches = (_int(attrs["ipu.micro_batches"])
-                                  if "ipu.micro_batches" in attrs
-                                  else 1 + max((mb for _, mb in self.tasks), default=0))
+            self.micro_batches = int_attribute(
+                self.main, "ipu.micro_batches",
+                1 + max((mb for _, mb in self.tasks), default=0))
             if micro_batches not in (1, self.micro_batches):
                 raise Error(f"the module's schedule runs {self.micro_batches} micro-batches a "
                             f"step, not {micro_batches}", type="runtime")
@@ -293,20 +289,19 @@ class _Module:
                 continue
             if name == "func.call" and "ipu.stage" in op.attributes:
                 callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                stage = op.attributes["ipu.stage"]
-                node = _Node("call", inputs, _int(stage.ipu), name=callee,
-                             call=len(self.calls), stage=_int(stage.stage),
-                             phase=(_int(op.attributes["ipu.phase"])
-                                    if "ipu.phase" in op.attributes else None),
+                stage, ipu = placement(op.operation)
+                node = _Node("call", inputs, ipu, name=callee, call=len(self.calls),
+                             stage=stage, phase=int_attribute(op.operation, "ipu.phase"),
                              result_bytes=[value_bytes(r) for r in op.results],
                              stash_users=[set() for _ in op.results])
                 node.cost = self.function_cost(callee, node.ipu)
                 self.calls.append(node)
             elif name == "ipu.copy":
-                node = _Node("copy", inputs, _int(op.attributes["dst_ipu"]),
+                node = _Node("copy", inputs, int_attribute(op.operation, "dst_ipu"),
                              self.machine.link_cycles(value_bytes(op.operands[0])))
             elif name in ("ipu.remote_load", "ipu.remote_store"):
-                node = _Node(name.removeprefix("ipu."), inputs, _int(op.attributes["ipu"]),
+                node = _Node(name.removeprefix("ipu."), inputs,
+                             int_attribute(op.operation, "ipu"),
                              self.machine.streaming_cycles(value_bytes(op.operands[0])))
                 if node.kind == "remote_store":
                     self.stores.append(node)
