@@ -8,6 +8,8 @@ by side in one module.
 
 from __future__ import annotations
 
+import sys
+
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.passmanager import PassManager
@@ -25,6 +27,12 @@ from . import (
     structure,
 )
 from .ipu import Ipu, ReplicaGroupAttr, StageAttr, replica_group, stage_attr
+
+# MLIR's Python bindings import `torch_mlir.dialects.<namespace>` the first time they
+# build an op view of a dialect, and retry that import for every op while it fails:
+# ~30 us per ipu op wherever IR is walked. The ipu ops are registered by this package, so
+# it is the ipu dialect's module.
+sys.modules.setdefault("torch_mlir.dialects.ipu", sys.modules[__name__])
 
 __all__ = [
     "Ipu",
