@@ -1,14 +1,14 @@
 """The option categories of poptorch.Options (spec 11.1) and their shared machinery:
-argument checks, freezing, printing and the (non-evaluating) parsing of config lines.
+argument checks, freezing and printing.
 
 Every category keeps its options as plain public attributes, validated and set by
 PopTorch's camelCase methods, which return the category for chaining. Options are
-frozen once a DataLoader (or model) uses them: changing one then raises an Error.
+frozen once a DataLoader uses them (changing any option then raises an Error) and
+once a model is compiled with them (then only run-time options may change).
 """
 
 from __future__ import annotations
 
-import ast
 import copy
 import enum
 import numbers
@@ -17,24 +17,39 @@ from typing import Any, TypeVar
 
 import torch
 
-from . import enums
 from .enums import HalfFloatCastingBehavior, MeanReductionStrategy, ReductionType
 from .errors import Error
 
 E = TypeVar("E", bound=enum.Enum)
 
 
-def check_int(where: str, value: Any, minimum: int) -> int:
-    """`value` as an int, or an Error if it is not an integer >= `minimum`."""
+INT64_MAX = 2**63 - 1
+
+
+def shown(value: Any) -> str:
+    """`repr(value)` for a message; an int too long to print is described by its size."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"an int of {value.bit_length()} bits"
+    try:
+        return repr(value)
+    except (ValueError, RecursionError):  # holds an int too long to print, or is too deep
+        return f"a {type(value).__name__} too large to print"
+
+
+def check_int(where: str, value: Any, minimum: int, maximum: int = INT64_MAX) -> int:
+    """`value` as an int, or an Error if it is not an integer between `minimum` and
+    `maximum` (by default the largest int64, as the IPU's option values are)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise Error(f"{where} must be an int >= {minimum}, got {value!r}", type="options")
+        raise Error(f"{where} must be an int >= {minimum}, got {shown(value)}", type="options")
+    if value > maximum:
+        raise Error(f"{where} must be an int <= {maximum}, got {shown(value)}", type="options")
     return int(value)
 
 
 def check_bool(where: str, value: Any) -> bool:
     """`value`, or an Error if it is not True or False."""
     if not isinstance(value, bool):
-        raise Error(f"{where} must be True or False, got {value!r}", type="options")
+        raise Error(f"{where} must be True or False, got {shown(value)}", type="options")
     return value
 
 
@@ -43,7 +58,7 @@ def check_str(where: str, value: Any) -> str:
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
     if not isinstance(value, str):
-        raise Error(f"{where} must be a str, got {value!r}", type="options")
+        raise Error(f"{where} must be a str, got {shown(value)}", type="options")
     return value
 
 
@@ -52,7 +67,7 @@ def check_enum(where: str, value: Any, enum_type: type[E]) -> E:
     if not isinstance(value, enum_type):
         names = ", ".join(member.name for member in enum_type)
         raise Error(f"{where} must be a poptorch.{enum_type.__name__} ({names}), "
-                    f"got {value!r}", type="options")
+                    f"got {shown(value)}", type="options")
     return value
 
 
@@ -64,65 +79,30 @@ def env_flag(name: str) -> bool:
     return raw.strip().lower() in ("1", "true")
 
 
-def _dotted_name(node: ast.expr) -> str | None:
-    """`a.b.c` for a chain of attribute reads on a name, else None."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted_name(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
-
-
-def _config_value(where: str, node: ast.expr) -> Any:
-    """The value of a config-file argument: a literal, a poptorch enum or a torch dtype."""
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError):
-        pass
-    parts = (_dotted_name(node) or "").split(".")
-    if len(parts) == 2 and parts[0] == "torch" and isinstance(getattr(torch, parts[1], None),
-                                                              torch.dtype):
-        return getattr(torch, parts[1])
-    if len(parts) >= 2 and parts[:-2] in ([], ["poptorch"], ["poptorch", "enums"]):
-        enum_type = getattr(enums, parts[-2], None)
-        if (isinstance(enum_type, type) and issubclass(enum_type, enum.Enum)
-                and parts[-1] in enum_type.__members__):
-            return enum_type[parts[-1]]
-    raise Error(f"{where}: argument {ast.unparse(node)} is not a literal (number, string, bool, "
-                "None, list, tuple or dict), a poptorch enum value such as "
-                "poptorch.OutputMode.All or a torch dtype", type="options")
-
-
-def parse_config_line(text: str) -> tuple[str, list[Any], dict[str, Any]]:
-    """The dotted method name and arguments of a config-file line such as
-    `Training.gradientAccumulation(4)`, without evaluating anything."""
-    try:
-        call = ast.parse(text, mode="eval").body
-    except SyntaxError as err:
-        raise Error(f"syntax error ({err.msg}) in {text!r}", type="options") from None
-    if not isinstance(call, ast.Call):
-        raise Error(f"expected an option call such as deviceIterations(4), got {text!r}",
-                    type="options")
-    name = _dotted_name(call.func) or ast.unparse(call.func)
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(
-            kw.arg is None for kw in call.keywords):
-        raise Error(f"{name}: * and ** arguments are not supported", type="options")
-    return (name, [_config_value(name, a) for a in call.args],
-            {kw.arg: _config_value(name, kw.value) for kw in call.keywords})
-
-
 class OptionsGroup:
-    """A set of options: public attributes are option values, `_frozen` locks them."""
+    """A set of options: public attributes are option values. `_frozen` locks them all
+    (a DataLoader uses them); `_run_time`, set once a model is compiled with them, names
+    the only ones that may still change. `_prefix` qualifies the names in messages."""
 
     _frozen = False
+    _run_time: frozenset[str] | None = None
+    _prefix = ""
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if self._frozen and not name.startswith("_"):
-            raise Error(f"cannot change option {name}: these options are frozen because a "
-                        "DataLoader or a model uses them; change a copy made with "
-                        "options.clone() instead", type="options")
+        if not name.startswith("_"):
+            if self._frozen:
+                raise Error(f"cannot change option {self._prefix}{name}: these options are "
+                            "frozen because a DataLoader uses them; change a copy made with "
+                            "options.clone() instead", type="options")
+            if self._run_time is not None and name not in self._run_time:
+                raise Error(f"cannot change compile-time option {self._prefix}{name}: a model "
+                            "was compiled with these options; change a copy made with "
+                            "options.clone() and wrap the model with it", type="options")
         super().__setattr__(name, value)
+
+    def _lock(self, frozen: bool, run_time: frozenset[str] | None, prefix: str) -> None:
+        """Freeze all options (`frozen`), all but `run_time` (a set), or none."""
+        self._frozen, self._run_time, self._prefix = frozen, run_time, prefix
 
     def _values(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
@@ -144,6 +124,8 @@ def show_values(values: dict[str, Any]) -> str:
 
 class _TrainingOptions(OptionsGroup):
     """Options specific to training (`Options.Training`); not for inference models."""
+
+    _prefix = "Training."
 
     def __init__(self) -> None:
         self.gradient_accumulation = 1
@@ -190,6 +172,8 @@ class _TrainingOptions(OptionsGroup):
 class _PrecisionOptions(OptionsGroup):
     """Options about numerical precision (`Options.Precision`)."""
 
+    _prefix = "Precision."
+
     def __init__(self) -> None:
         self.partials_type: torch.dtype | None = None  # None: the backend's default
         self.stochastic_rounding = False
@@ -201,7 +185,7 @@ class _PrecisionOptions(OptionsGroup):
         """Data type of matmul and convolution partials: torch.float or torch.half."""
         if dtype not in (torch.float, torch.half):
             raise Error(f"setPartialsType: dtype must be torch.float or torch.half, got "
-                        f"{dtype!r}", type="options")
+                        f"{shown(dtype)}", type="options")
         self.partials_type = dtype
         return self
 
@@ -232,6 +216,8 @@ class _PrecisionOptions(OptionsGroup):
 
 class _JitOptions(OptionsGroup):
     """Options about capturing the model (`Options.Jit`)."""
+
+    _prefix = "Jit."
 
     def __init__(self) -> None:
         self.trace_model = True
@@ -303,6 +289,8 @@ class TensorLocationSettings(OptionsGroup):
 class _TensorLocationOptions(OptionsGroup):
     """Where tensors are stored (`Options.TensorLocations`)."""
 
+    _prefix = "TensorLocations."
+
     def __init__(self) -> None:
         self.num_io_tiles = 0
         self.weight_location: TensorLocationSettings | None = None
@@ -315,15 +303,17 @@ class _TensorLocationOptions(OptionsGroup):
         if (isinstance(num_tiles, bool) or not isinstance(num_tiles, numbers.Integral)
                 or not 32 <= num_tiles <= 192 or num_tiles % 2):
             raise Error(f"numIOTiles: num_tiles must be an even number between 32 and 192, "
-                        f"got {num_tiles!r}", type="options")
+                        f"got {shown(num_tiles)}", type="options")
         self.num_io_tiles = int(num_tiles)
         return self
 
     def _location(self, method: str, location: Any) -> TensorLocationSettings:
         if not isinstance(location, TensorLocationSettings):
             raise Error(f"{method}: location must be a poptorch.TensorLocationSettings, got "
-                        f"{location!r}", type="options")
-        return copy.deepcopy(location)
+                        f"{shown(location)}", type="options")
+        copied = copy.deepcopy(location)
+        copied._lock(False, None, "")  # the copy of a frozen model's settings is not frozen
+        return copied
 
     def setWeightLocation(self, location: TensorLocationSettings) -> _TensorLocationOptions:  # noqa: N802
         """Tensor location settings for weights."""
@@ -355,6 +345,8 @@ class _DistributedOptions(OptionsGroup):
     By default the process id and count come from OpenMPI's OMPI_COMM_WORLD_RANK and
     OMPI_COMM_WORLD_SIZE environment variables (one process when they are unset).
     """
+
+    _prefix = "Distributed."
 
     def __init__(self) -> None:
         self.num_processes = 1

@@ -10,9 +10,9 @@ POPTORCH_CACHE_DIR and POPTORCH_DUMP_IR initialise the matching defaults.
 from __future__ import annotations
 
 import copy
-import inspect
 import numbers
 import os
+import re
 from typing import Any
 
 from ._logging import logger as log
@@ -29,16 +29,17 @@ from ._options_categories import (
     check_int,
     check_str,
     env_flag,
-    parse_config_line,
     show_values,
+    shown,
 )
+from ._options_file import CATEGORIES as _CATEGORIES
+from ._options_file import load_config
+from ._options_schema import freeze
 from .enums import CommGroupType, ConnectionType, OutputMode, SyncPattern
 from .errors import Error
 
 __all__ = ["Options", "TensorLocationSettings"]
 
-_CATEGORIES = ("Training", "Precision", "TensorLocations", "Distributed", "Jit")
-_NOT_SETTERS = frozenset({"clone", "toDict", "loadFromFile", "defaultOutputMode"})
 _STRATEGIES = ("PipelinedExecution", "ShardedExecution", "SerialPhasedExecution",
                "ParallelPhasedExecution")
 
@@ -192,19 +193,31 @@ class Options(OptionsGroup):
         return self
 
     def useIpuId(self, ipu_id: int) -> Options:  # noqa: N802
-        """Use the IPU device with this ID (as shown by gc-info)."""
-        self.ipu_id = check_int("useIpuId: ipu_id", ipu_id, 0)
+        """Use the IPU device with this ID (as `gc-info -l` shows them): on the simulated
+        IPU-POD64, 0-63 are single IPUs, then devices of 2 (64-95), 4 (96-111), 8
+        (112-119), 16 (120-123), 32 (124-125) and 64 IPUs (126). Its IPU count must be the
+        compiled model's IPUs x replicationFactor, which attaching checks."""
+        from poptorch.runtime.machine import DEVICE_COUNT
+
+        ipu_id = check_int("useIpuId: ipu_id", ipu_id, 0)
+        if ipu_id >= DEVICE_COUNT:
+            raise Error(f"useIpuId: ipu_id must be a device ID of the simulated IPU-POD64, "
+                        f"0 to {DEVICE_COUNT - 1}, got {ipu_id}: 0-63 are single IPUs, 64-95 "
+                        "devices of 2 IPUs, 96-111 of 4, 112-119 of 8, 120-123 of 16, "
+                        "124-125 of 32 and 126 all 64 (as gc-info -l numbers them)",
+                        type="options")
+        self.ipu_id = ipu_id
         return self
 
     def useOfflineIpuTarget(self, ipu_version: int = 2) -> Options:  # noqa: N802
         """Compile for an offline IPU target (1: Mk1, 2: Mk2, 21: Mk2 with FP8)."""
         if check_int("useOfflineIpuTarget: ipu_version", ipu_version, 1) not in (1, 2, 21):
             raise Error(f"useOfflineIpuTarget: ipu_version must be 1, 2 or 21, got "
-                        f"{ipu_version!r}", type="options")
+                        f"{shown(ipu_version)}", type="options")
         if self.use_ipu_model:
             raise Error("useOfflineIpuTarget: an offline IPU target cannot use the IPU Model; "
                         "call useIpuModel(False) or unset POPTORCH_IPU_MODEL", type="options")
-        self.connection_type, self.offline_ipu_version = ConnectionType.Never, ipu_version
+        self.offline_ipu_version, self.connection_type = ipu_version, ConnectionType.Never
         return self
 
     def connectionType(self, connection_type: ConnectionType) -> Options:  # noqa: N802
@@ -226,10 +239,7 @@ class Options(OptionsGroup):
 
     def randomSeed(self, random_seed: int) -> Options:  # noqa: N802
         """Seed of the IPU's random number generator."""
-        seed = check_int("randomSeed: random_seed", random_seed, 0)
-        if seed >= 2**64:
-            raise Error(f"randomSeed: random_seed must be < 2**64, got {seed}", type="options")
-        self.random_seed = seed
+        self.random_seed = check_int("randomSeed: random_seed", random_seed, 0, 2**64 - 1)
         return self
 
     def setExecutionStrategy(self, strategy: Any) -> Options:  # noqa: N802
@@ -238,7 +248,7 @@ class Options(OptionsGroup):
 
         if not isinstance(strategy, _Strategy):
             raise Error(f"setExecutionStrategy: strategy must be an instance of "
-                        f"poptorch.{', poptorch.'.join(_STRATEGIES)}, got {strategy!r}",
+                        f"poptorch.{', poptorch.'.join(_STRATEGIES)}, got {shown(strategy)}",
                         type="options")
         self.execution_strategy = strategy
         return self
@@ -249,16 +259,16 @@ class Options(OptionsGroup):
         where = "setAvailableMemoryProportion"
         if not isinstance(available_memory_proportion, dict):
             raise Error(f'{where}: expected a dict such as {{"IPU0": 0.5}}, got '
-                        f"{available_memory_proportion!r}", type="options")
+                        f"{shown(available_memory_proportion)}", type="options")
         proportions = {}
         for key, value in available_memory_proportion.items():
-            if not (isinstance(key, str) and key.startswith("IPU") and key[3:].isdigit()):
-                raise Error(f'{where}: keys must be "IPU<n>" such as "IPU0", got {key!r}',
+            if not (isinstance(key, str) and re.fullmatch("IPU[0-9]{1,9}", key)):
+                raise Error(f'{where}: keys must be "IPU<n>" such as "IPU0", got {shown(key)}',
                             type="options")
             if (isinstance(value, bool) or not isinstance(value, numbers.Real)
                     or not 0 <= value <= 1):
                 raise Error(f"{where}: the proportion for {key} must be a number between 0 and "
-                            f"1, got {value!r}", type="options")
+                            f"1, got {shown(value)}", type="options")
             proportions[int(key[3:])] = float(value)
         self.available_memory_proportion = proportions
         return self
@@ -328,7 +338,7 @@ class Options(OptionsGroup):
         """Replace the frames ignored when tracing IR back to user code."""
         if isinstance(excludes, str) or not isinstance(excludes, list | tuple):
             raise Error(f"sourceLocationExcludes: excludes must be a list of str, got "
-                        f"{excludes!r}", type="options")
+                        f"{shown(excludes)}", type="options")
         self.source_location_excludes = [check_str("sourceLocationExcludes: excludes", e)
                                          for e in excludes]
         return self
@@ -349,38 +359,10 @@ class Options(OptionsGroup):
         """Apply a config file: one option call per line without the `options.` prefix,
         such as `deviceIterations(4)` or `Training.gradientAccumulation(2)`; blank lines
         and `#` comments are skipped. Arguments must be literals, poptorch enum values
-        or torch dtypes; nothing in the file is evaluated as code."""
-        path = check_str("loadFromFile: filepath", filepath)
-        try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.read().splitlines()
-        except OSError as err:
-            raise Error(f"loadFromFile: cannot read {path}: {err.strerror}",
-                        type="options") from None
-        for lineno, line in enumerate(lines, 1):
-            text = line.strip()
-            if text and not text.startswith("#"):
-                try:
-                    self._apply_config_line(text)
-                except Error as err:
-                    raise Error(err.message, type="options", location=f"{path}:{lineno}") from None
+        or torch dtypes; nothing in the file is evaluated as code. A line that is not such
+        a call, or that the option refuses, is an Error located at `path:line`."""
+        load_config(self, check_str("loadFromFile: filepath", filepath))
         return self
-
-    def _apply_config_line(self, text: str) -> None:
-        name, args, kwargs = parse_config_line(text)
-        parts = name.split(".")
-        target: OptionsGroup = self
-        method = parts[0] if len(parts) == 1 else ""
-        if len(parts) == 2 and parts[0] in _CATEGORIES:
-            target, method = getattr(self, parts[0]), parts[1]
-        if (not method or method.startswith("_") or method in _NOT_SETTERS
-                or not inspect.isfunction(inspect.getattr_static(type(target), method, None))):
-            raise Error(f"unknown option {name!r}: expected a method of poptorch.Options or of "
-                        f"its categories {', '.join(_CATEGORIES)}", type="options")
-        try:
-            getattr(target, method)(*args, **kwargs)
-        except TypeError as err:
-            raise Error(f"{name}: {err}", type="options") from None
 
     def clone(self) -> Options:
         """An unfrozen deep copy of these options."""
@@ -388,14 +370,20 @@ class Options(OptionsGroup):
         copied._freeze(False)
         return copied
 
-    def _freeze(self, frozen: bool = True) -> None:
-        """Lock (or unlock) the options: a DataLoader or a model relies on them."""
-        for group in (self, *(getattr(self, name) for name in _CATEGORIES)):
-            group._frozen = frozen
+    def _freeze(self, frozen: bool = True, compile_time_only: bool = False) -> None:
+        """Lock all the options (a DataLoader relies on them), only the compile-time ones
+        (`compile_time_only`: a model was compiled with them), or none (`frozen=False`)."""
+        freeze(self, frozen, compile_time_only)
 
     def toDict(self) -> dict[str, Any]:  # noqa: N802
         """All option values: general ones by attribute name, then one dict per category."""
         return {**super().toDict(), **{name: getattr(self, name).toDict() for name in _CATEGORIES}}
+
+    def __str__(self) -> str:
+        """One `name = value` line per option, category options as `Category.name`."""
+        from ._options_json import options_text
+
+        return options_text(self)
 
     def __repr__(self) -> str:
         categories = ", ".join(f"{name}={getattr(self, name)!r}" for name in _CATEGORIES)

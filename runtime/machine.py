@@ -157,6 +157,34 @@ MACHINES = {1: GC2, 2: GC200, 21: GC200_FP8}
 # IPU-POD64 datasheet). poptorch.ipuHardwareIsAvailable(n) is true up to this many.
 IPUS_IN_SYSTEM = 64
 
+# Its devices as `gc-info -l` numbers them on a 64-IPU system: the single IPUs 0..63,
+# then the multi-IPU devices of 2, 4, 8, 16, 32 and 64 IPUs, each size in IPU order
+# (64..95 pairs, 96..111 fours, 112..119 eights, 120..123, 124..125, 126 all 64).
+DEVICE_SIZES = tuple(1 << n for n in range(IPUS_IN_SYSTEM.bit_length()))
+DEVICE_COUNT = sum(IPUS_IN_SYSTEM // size for size in DEVICE_SIZES)
+
+
+def devices_of_size(ipus: int) -> range:
+    """The device IDs of the devices with `ipus` IPUs (empty if there is none)."""
+    first = 0
+    for size in DEVICE_SIZES:
+        count = IPUS_IN_SYSTEM // size
+        if size == ipus:
+            return range(first, first + count)
+        first += count
+    return range(0)
+
+
+def device_ipus(device_id: int) -> range:
+    """The IPUs of device `device_id` (0 <= device_id < DEVICE_COUNT)."""
+    for size in DEVICE_SIZES:
+        ids = devices_of_size(size)
+        if device_id in ids:
+            start = (device_id - ids.start) * size
+            return range(start, start + size)
+    raise Error(f"no device {device_id!r}: the simulated IPU-POD64 has devices 0 to "
+                f"{DEVICE_COUNT - 1}", type="runtime")
+
 # Default share of tile memory for temporaries (spec 4.6.9: "The default value is 0.6").
 DEFAULT_AVAILABLE_MEMORY = 0.6
 

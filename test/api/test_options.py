@@ -1,4 +1,5 @@
-"""poptorch.Options (spec 11.1): defaults, setters, validation, config files and copies."""
+"""poptorch.Options (spec 11.1): defaults, setters, validation and copies (config files:
+test_options_file.py; JSON, freezing and str: test_options_json.py)."""
 
 import pytest
 import torch
@@ -18,15 +19,6 @@ from poptorch.options import Options, TensorLocationSettings
 
 ENV_VARS = ("POPTORCH_IPU_MODEL", "POPTORCH_CACHE_DIR", "POPTORCH_DUMP_IR",
             "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")
-CATEGORIES = "Training, Precision, TensorLocations, Distributed, Jit"
-NOT_LITERAL = ("is not a literal (number, string, bool, None, list, tuple or dict), a poptorch "
-               "enum value such as poptorch.OutputMode.All or a torch dtype")
-
-
-def unknown(name: str) -> str:
-    """The loadFromFile message for a line calling an unknown option."""
-    return (f"unknown option {name!r}: expected a method of poptorch.Options or of its "
-            f"categories {CATEGORIES}")
 
 
 @pytest.fixture(autouse=True)
@@ -247,7 +239,20 @@ ERRORS = [
      "anchorTensor: output_return_period must be an int >= 1, got 0"),
     (lambda o: o.randomSeed(-1), "randomSeed: random_seed must be an int >= 0, got -1"),
     (lambda o: o.randomSeed(2**64),
-     "randomSeed: random_seed must be < 2**64, got 18446744073709551616"),
+     "randomSeed: random_seed must be an int <= 18446744073709551615, got 18446744073709551616"),
+    (lambda o: o.deviceIterations(2**63),
+     "deviceIterations: device_iterations must be an int <= 9223372036854775807, got "
+     "9223372036854775808"),
+    (lambda o: o.replicationFactor(16**2000),
+     "replicationFactor: replication_factor must be an int <= 9223372036854775807, got an int "
+     "of 8001 bits"),
+    (lambda o: o.TensorLocations.numIOTiles(-(16**2000)),
+     "numIOTiles: num_tiles must be an even number between 32 and 192, got an int of 8001 bits"),
+    (lambda o: o.setAvailableMemoryProportion({"IPU0": [16**4000]}),
+     "setAvailableMemoryProportion: the proportion for IPU0 must be a number between 0 and 1, "
+     "got a list too large to print"),
+    (lambda o: o.setAvailableMemoryProportion({"IPU\u00b2": 0.5}),
+     "setAvailableMemoryProportion: keys must be \"IPU<n>\" such as \"IPU0\", got 'IPU\u00b2'"),
     (lambda o: o.useIpuModel("yes"), "useIpuModel: use_model must be True or False, got 'yes'"),
     (lambda o: o.useIpuId(-1), "useIpuId: ipu_id must be an int >= 0, got -1"),
     (lambda o: o.useOfflineIpuTarget(3),
@@ -384,80 +389,6 @@ def test_setters_check_argument_types(target, method, parameter, value, expected
     assert target.toDict() == before
 
 
-GOOD_CONFIG = """\
-# Options for the test
-deviceIterations(4)
-replicationFactor(2)
-
-Training.gradientAccumulation(8)  # trailing comment
-outputMode(poptorch.OutputMode.EveryN, output_return_period=2)
-connectionType(ConnectionType.OnDemand)
-Precision.setPartialsType(torch.half)
-setAvailableMemoryProportion({"IPU0": 0.25})
-inputReplicaGrouping(2, poptorch.enums.CommGroupType.Orthogonal)
-  logDir('logs')
-Distributed.configureProcessId(0, 1)
-TensorLocations.numIOTiles(32)
-sourceLocationExcludes(["a", "b"])
-"""
-
-
-def test_load_from_file(tmp_path):
-    path = tmp_path / "poptorch.conf"
-    path.write_text(GOOD_CONFIG)
-    opts = Options()
-    assert opts.loadFromFile(str(path)) is opts
-    assert (opts.device_iterations, opts.replication_factor) == (4, 2)
-    assert opts.Training.gradient_accumulation == 8
-    assert (opts.output_mode, opts.output_return_period) == (OutputMode.EveryN, 2)
-    assert opts.connection_type == ConnectionType.OnDemand
-    assert opts.Precision.partials_type == torch.half
-    assert opts.available_memory_proportion == {0: 0.25}
-    assert (opts.input_group_size, opts.input_group_type) == (2, CommGroupType.Orthogonal)
-    assert opts.log_dir == "logs" and opts.TensorLocations.num_io_tiles == 32
-    assert opts.source_location_excludes == ["a", "b"]
-    assert Options().loadFromFile(path).device_iterations == 4  # a Path works too
-
-
-@pytest.mark.parametrize("line, message", [
-    ("fooBar(1)", unknown("fooBar")),
-    ("Training.fooBar(1)", unknown("Training.fooBar")),
-    ("options.deviceIterations(1)", unknown("options.deviceIterations")),
-    ("_freeze()", unknown("_freeze")),
-    ("clone()", unknown("clone")),
-    ("Distributed.numProcesses()", unknown("Distributed.numProcesses")),
-    ("(lambda: 0)()", unknown("lambda: 0")),
-    ("deviceIterations(n)", f"deviceIterations: argument n {NOT_LITERAL}"),
-    ("deviceIterations(__import__('os').getpid())",
-     f"deviceIterations: argument __import__('os').getpid() {NOT_LITERAL}"),
-    ("outputMode(poptorch.OutputMode.Nope)",
-     f"outputMode: argument poptorch.OutputMode.Nope {NOT_LITERAL}"),
-    ("deviceIterations(4", "syntax error ('(' was never closed) in 'deviceIterations(4'"),
-    ("deviceIterations 4", "syntax error (invalid syntax) in 'deviceIterations 4'"),
-    ("4", "expected an option call such as deviceIterations(4), got '4'"),
-    ("deviceIterations(*[4])", "deviceIterations: * and ** arguments are not supported"),
-    ("deviceIterations(0)", "deviceIterations: device_iterations must be an int >= 1, got 0"),
-    ("deviceIterations(1, 2)", "deviceIterations: Options.deviceIterations() takes 2 positional "
-                               "arguments but 3 were given"),
-])
-def test_load_from_file_errors_name_file_and_line(tmp_path, line, message):
-    path = tmp_path / "bad.conf"
-    path.write_text(f"# first line\n{line}\nreplicationFactor(2)\n")
-    opts = Options()
-    with pytest.raises(Error) as info:
-        opts.loadFromFile(str(path))
-    assert str(info.value) == f"{path}:2: {message}"
-    assert (info.value.location, info.value.message) == (f"{path}:2", message)
-    assert opts.replication_factor == 1  # lines after the bad one are not applied
-
-
-def test_load_from_missing_file(tmp_path):
-    with pytest.raises(Error) as info:
-        Options().loadFromFile(str(tmp_path / "missing.conf"))
-    assert str(info.value) == (f"loadFromFile: cannot read {tmp_path / 'missing.conf'}: "
-                               "No such file or directory")
-
-
 def configured() -> Options:
     opts = Options().deviceIterations(2).replicationFactor(4).anchorTensor("g", "w")
     opts.Training.gradientAccumulation(3)
@@ -478,39 +409,3 @@ def test_clone_is_independent():
     assert opts.Training.gradient_accumulation == 3
     assert opts.TensorLocations.weight_location.on_chip is False
     assert opts.Distributed.numProcesses == 1
-
-
-def test_frozen_options_refuse_changes_but_clone_does_not():
-    opts = configured()
-    opts._freeze()
-    message = ("cannot change option {}: these options are frozen because a DataLoader or a "
-               "model uses them; change a copy made with options.clone() instead")
-    for call, name in [(lambda: opts.deviceIterations(3), "device_iterations"),
-                       (lambda: opts.anchorTensor("h", "v"), "anchored_tensors"),
-                       (lambda: opts.Training.gradientAccumulation(2), "gradient_accumulation"),
-                       (lambda: opts.Jit.traceModel(False), "trace_model"),
-                       (lambda: setattr(opts, "random_seed", 1), "random_seed")]:
-        with pytest.raises(Error) as info:
-            call()
-        assert str(info.value) == message.format(name)
-    copy = opts.clone().deviceIterations(3)
-    copy.Training.gradientAccumulation(2)
-    assert (copy.device_iterations, opts.device_iterations) == (3, 2)
-
-
-def test_to_dict_repr_and_str():
-    opts = configured().outputMode(OutputMode.All)
-    values = opts.toDict()
-    assert values["device_iterations"] == 2 and values["output_mode"] == OutputMode.All
-    assert values["Training"]["gradient_accumulation"] == 3
-    assert values["TensorLocations"]["weight_location"]["on_chip"] is False
-    assert values["Distributed"] == {"num_processes": 1, "process_id": 0}
-    assert set(values) >= {"Training", "Precision", "TensorLocations", "Distributed", "Jit"}
-    values["anchored_tensors"]["g"]["long_name"] = "changed"
-    assert opts.anchored_tensors["g"]["long_name"] == "w"  # a deep copy
-    text = repr(opts)
-    assert str(opts) == text and text.startswith("Options(device_iterations=2, ")
-    assert "output_mode=OutputMode.All" in text and "random_seed=None" in text
-    assert "Training=_TrainingOptions(gradient_accumulation=3, " in text
-    assert "Jit=_JitOptions(trace_model=True)" in text
-    assert not opts.defaultOutputMode()
