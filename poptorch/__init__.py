@@ -45,6 +45,7 @@ _LAZY = {
     "ipuHardwareIsAvailable": "._hardware",
     "ipuHardwareVersion": "._hardware",
     "setLogLevel": "._logging",
+    "load": "._persistence",
 }
 
 

@@ -11,8 +11,11 @@ def inferenceModel(model: torch.nn.Module, options: Options | None = None  # noq
     """Wrap `model` for inference on the IPU (spec 4.2.2). It compiles on the first call.
 
     The wrapper holds a shallow copy of `model` in eval mode: parameters and buffers are
-    shared with `model`, primitive attributes such as `training` are not.
+    shared with `model`, primitive attributes such as `training` are not. `model` may be
+    another wrapper (such as a loaded training model): its model is wrapped.
     """
+    if isinstance(model, PoplarExecutor):  # spec listing 4.35: a wrapper's model
+        model = model._user_model
     return PoplarExecutor(model, options, training=False)
 
 
@@ -23,4 +26,6 @@ def trainingModel(model: torch.nn.Module, options: Options | None = None,  # noq
     output mode returns the final batch's outputs."""
     from ._training_executor import TrainingExecutor
 
+    if isinstance(model, PoplarExecutor):
+        model = model._user_model
     return TrainingExecutor(model, options, optimizer)

@@ -114,8 +114,9 @@ class _IpuOptimizer:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        # torch's load_state_dict() goes through __setstate__: a device link stays
         super().__setstate__(state)
-        self._ipu_link = None
+        self.__dict__.setdefault("_ipu_link", None)
 
 
 _COMMON = {"loss_scaling": 1.0, "accum_type": _FLOAT32,

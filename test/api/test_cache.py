@@ -1,0 +1,213 @@
+"""Executable caching (spec 4.10.1): hits skip the capture and the compiler, the key sees
+every change that changes the program, bad entries are recompiled, concurrent writers
+leave one valid entry."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import poptorch
+from poptorch import _executable, _frontend
+
+SCALE = 2.0
+
+
+class Net(torch.nn.Module):
+    def __init__(self, eps=1e-5):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+        self.norm = torch.nn.LayerNorm(8, eps=eps)
+
+    def forward(self, x):
+        return self.norm(self.fc(x)) * SCALE
+
+
+def _opts(cache, **kw):
+    opts = poptorch.Options().showCompilationProgressBar(False).enableExecutableCaching(
+        str(cache))
+    for name, value in kw.items():
+        getattr(opts, name)(value)
+    return opts
+
+
+def _entries(cache):
+    return sorted(p for p in os.listdir(cache) if not p.startswith("."))
+
+
+def test_second_compile_hits_and_skips_capture(tmp_path, monkeypatch, capsys):
+    x = torch.randn(4, 8)
+    torch.manual_seed(0)
+    first = poptorch.inferenceModel(Net(), _opts(tmp_path))
+    expected = first(x)
+    assert len(_entries(tmp_path)) == 1
+    capsys.readouterr()
+
+    def capture(*args, **kwargs):
+        raise AssertionError("captured although the cache should hit")
+
+    monkeypatch.setattr(_frontend, "capture", capture)
+    torch.manual_seed(0)
+    second = poptorch.inferenceModel(Net(), _opts(tmp_path, logCycleCount=True))
+    torch.testing.assert_close(second(x), expected, rtol=0, atol=0)
+    assert "executable cache hit" in capsys.readouterr().out
+    assert second.cycleCount() == first.cycleCount()
+    # different weights are arguments, not part of the program: still a hit
+    other = Net()
+    torch.testing.assert_close(poptorch.inferenceModel(other, _opts(tmp_path))(x),
+                               other(x), rtol=1e-5, atol=1e-5)
+    assert len(_entries(tmp_path)) == 1
+
+
+def _scaled_forward(self, x):
+    return self.norm(self.fc(x)) * 3.0
+
+
+@pytest.mark.parametrize("change", [
+    "shape", "dtype", "option", "hyper-parameter", "forward code", "global", "closure",
+    "training",
+])
+def test_the_key_sees_what_changes_the_program(tmp_path, change, monkeypatch):
+    x = torch.randn(4, 8)
+    poptorch.inferenceModel(Net(), _opts(tmp_path)).compile(x)
+    model, opts, wrap = Net(), _opts(tmp_path), poptorch.inferenceModel
+    if change == "shape":
+        x = torch.randn(2, 8)
+    elif change == "dtype":
+        model, x = model.half(), x.half()
+    elif change == "option":
+        opts.deviceIterations(2)
+        x = torch.randn(8, 8)
+    elif change == "hyper-parameter":
+        model = Net(eps=1e-3)
+    elif change == "forward code":
+        monkeypatch.setattr(Net, "forward", _scaled_forward)
+    elif change == "global":
+        monkeypatch.setattr(sys.modules[__name__], "SCALE", 3.0)
+    elif change == "closure":
+        factor = 5.0
+        model.norm.register_forward_hook(lambda m, i, out: out * factor)
+    elif change == "training":
+        wrap = poptorch.trainingModel
+
+        class WithLoss(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = Net()
+
+            def forward(self, x):
+                out = self.net(x)
+                return out, out.sum()
+        model = WithLoss()
+    wrap(model, opts).compile(x)
+    assert len(_entries(tmp_path)) == 2
+
+
+def test_tensor_attributes_are_uploaded_not_cached(tmp_path):
+    """A plain tensor attribute is frozen into a (non-persistent) buffer that is uploaded
+    like a weight: a hit gives each model its own value."""
+    class Offset(torch.nn.Module):
+        def __init__(self, value):
+            super().__init__()
+            self.offset = torch.full((8,), value)
+
+        def forward(self, x):
+            return x + self.offset * torch.tensor(2.0)
+
+    x = torch.randn(2, 8)
+    poptorch.inferenceModel(Offset(1.0), _opts(tmp_path)).compile(x)
+    out = poptorch.inferenceModel(Offset(2.0), _opts(tmp_path))(x)
+    torch.testing.assert_close(out, x + 4.0)
+    assert len(_entries(tmp_path)) == 1
+
+
+def test_training_model_hits_and_trains_identically(tmp_path, capsys):
+    class WithLoss(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = Net()
+
+        def forward(self, x, y):
+            out = self.net(x)
+            return out, torch.nn.functional.mse_loss(out, y)
+
+    x, y = torch.randn(4, 8), torch.randn(4, 8)
+    losses = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = WithLoss()
+        trainer = poptorch.trainingModel(model, _opts(tmp_path), torch.optim.SGD(
+            model.parameters(), lr=0.1, momentum=0.9))
+        losses.append([trainer(x, y)[1] for _ in range(3)])
+    assert len(_entries(tmp_path)) == 1
+    assert capsys.readouterr().out.count("executable cache hit") == 1
+    for a, b in zip(*losses, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_corrupt_entry_is_recompiled_and_replaced(tmp_path, capsys):
+    x = torch.randn(4, 8)
+    model = Net()
+    poptorch.inferenceModel(model, _opts(tmp_path)).compile(x)
+    (entry,) = _entries(tmp_path)
+    path = tmp_path / entry
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+    capsys.readouterr()
+    out = poptorch.inferenceModel(model, _opts(tmp_path))(x)
+    torch.testing.assert_close(out, model(x))
+    log = capsys.readouterr().out
+    assert f"executable cache entry {path} is unusable" in log
+    assert "compiling the model again" in log
+    assert path.read_bytes() == data  # replaced by a complete entry
+    _executable.read(str(path), ("cache entry",))
+
+
+def test_environment_variable_enables_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("POPTORCH_CACHE_DIR", str(tmp_path))
+    poptorch.inferenceModel(Net(), poptorch.Options().showCompilationProgressBar(False)
+                            ).compile(torch.randn(4, 8))
+    assert len(_entries(tmp_path)) == 1
+
+
+def test_model_without_visible_state_is_compiled_without_cache(tmp_path, capsys):
+    model = Net()
+    model.lock = __import__("threading").Lock()  # no Python-visible state
+    poptorch.inferenceModel(model, _opts(tmp_path)).compile(torch.randn(4, 8))
+    assert _entries(tmp_path) == []
+    assert "executable cache not used: the model cannot be fingerprinted" in \
+        capsys.readouterr().out
+
+
+_WORKER = textwrap.dedent("""
+    import os, sys, time, torch, poptorch
+    sys.path.insert(0, sys.argv[2])
+    from test_cache import Net
+    barrier = sys.argv[3]  # both begin compiling when both are ready
+    open(f"{barrier}.{sys.argv[4]}", "w").close()
+    while not all(os.path.exists(f"{barrier}.{i}") for i in range(2)):
+        time.sleep(0.01)
+    torch.manual_seed(0)
+    opts = poptorch.Options().showCompilationProgressBar(False)
+    opts.enableExecutableCaching(sys.argv[1])
+    out = poptorch.inferenceModel(Net(), opts)(torch.ones(4, 8))
+    print(float(out.sum()))
+""")
+
+
+def test_two_processes_compiling_into_one_cache(tmp_path):
+    cache = tmp_path / "cache"
+    here = os.path.dirname(__file__)
+    workers = [subprocess.Popen([sys.executable, "-c", _WORKER, str(cache), here,
+                                 str(tmp_path / "ready"), str(i)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True) for i in range(2)]
+    results = [w.communicate(timeout=240) for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], results
+    sums = [float(out.strip().splitlines()[-1]) for out, _ in results]
+    assert sums[0] == sums[1]
+    entries = os.listdir(cache)
+    assert len(entries) == 1, entries  # no temporary file left behind
+    _executable.read(str(cache / entries[0]), ("cache entry",))
