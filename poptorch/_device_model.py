@@ -178,6 +178,14 @@ class MachineFigures:
         compiled.timeline = first
         compiled.memory.check()
 
+    def _release_figures(self) -> None:
+        """Write the profile report a last time, then drop the figures (destroy)."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._finalizer = None
+        self._last_run = None
+        self.__dict__.pop("_machine", None)
+
     def _step_end(self) -> list[tuple[str, str, int, int]]:
         """The machine model's work after each step's micro-batches (training's update)."""
         return []
@@ -197,6 +205,7 @@ class MachineFigures:
         IPU-Link copies, streaming-memory and host transfers, the step's all-reduce and
         optimizer update), total cycles, idle fraction, stash bytes, perf counters and
         latencies (`poptorch.runtime.timeline.Timeline`; `.to_dict()` for JSON)."""
+        self._check_alive()
         if self._compiled is None:
             raise Error("the model must be compiled before it has a timeline",
                         type="executor")
@@ -206,6 +215,7 @@ class MachineFigures:
         """The machine model's memory estimate: bytes per IPU by tensor class (weights,
         activations, stash, optimizer state, gradients, temporary, code, io), per tile,
         the largest tensors (`poptorch.runtime.memory.MemoryEstimate`)."""
+        self._check_alive()
         if self._compiled is None:
             raise Error("the model must be compiled before it has a memory estimate",
                         type="executor")

@@ -19,9 +19,11 @@ from torch.utils import _pytree as pytree
 
 from poptorch.runtime.random import device_random
 
-from . import _compiler, _frontend, _logging, _strategies
+from . import _cache, _compiler, _frontend, _logging, _strategies
 from . import _replica_grouping as grouping
+from ._device import DeviceAttachment
 from ._device_model import MachineFigures
+from ._persistence import Persistence
 from .enums import CommGroupType, OutputMode
 from .errors import Error
 from .options import Options
@@ -84,7 +86,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-class PoplarExecutor(MachineFigures):
+class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
     """A model wrapped by `inferenceModel` (or `trainingModel`, later)."""
 
     def __init__(self, model: torch.nn.Module, options: Options | None, training: bool) -> None:
@@ -132,7 +134,7 @@ class PoplarExecutor(MachineFigures):
         if name.startswith("_"):
             raise AttributeError(name)
         value = getattr(self._model, name)
-        if isinstance(value, torch.nn.Parameter):
+        if isinstance(value, torch.nn.Parameter) and not self._destroyed:
             self.copyWeightsToHostIfNeeded()
             grouping.attach(self, name, value)
         return value
@@ -202,39 +204,61 @@ class PoplarExecutor(MachineFigures):
         multi_ipu = _strategies.multi_ipu_steps(opts.execution_strategy, micro_batches,
                                                 opts.auto_round_num_ipus)
         _logging.configure(opts)
+        key = _cache.key_of(self, model, m_args, m_kwargs) if opts.executable_cache_dir else None
+        compiled = _cache.load(opts.executable_cache_dir, key, self._training) if key else None
         # capture, import, the pipeline's steps, the JIT and the machine model
-        total = 4 + len(_compiler.PIPELINE) + len(multi_ipu)
+        total = 2 if compiled else 4 + len(_compiler.PIPELINE) + len(multi_ipu)
         progress = _logging.CompileProgress(opts.show_compilation_progress_bar, total)
         start = time.perf_counter()
         try:
-            progress.start("capture")
-            captured = self._capture(_narrowed(model), m_args, m_kwargs)
-            progress.done()
-            self._compiled = _compiler.compile_captured(
-                captured, opts.ir_dump_dir, opts.module_namescope, tuple(multi_ipu),
-                progress=progress, log_dir=opts.log_dir)
-            progress.start("machine model")
-            self._estimate_memory()
-            progress.done()
-        except Error:
-            self._compiled = None
-            raise
+            if compiled is None:
+                progress.start("capture")
+                captured = self._capture(_narrowed(model), m_args, m_kwargs)
+                captured_at = time.perf_counter()
+                progress.done()
+                compiled = _compiler.compile_captured(
+                    captured, opts.ir_dump_dir, opts.module_namescope, tuple(multi_ipu),
+                    progress=progress, log_dir=opts.log_dir)
+                compiled.timings = {"capture": captured_at - start, **compiled.timings}
+                if key:
+                    _cache.store(opts.executable_cache_dir, key, compiled, self._training)
+            else:
+                progress.start("executable cache")
+                progress.done()
+            self._install(compiled, spec, [(tuple(t.shape), t.dtype) for t in micro
+                                           if isinstance(t, torch.Tensor)], progress)
         finally:
             progress.close()
         _logging.logger.info("compiled the %s model in %.2f s", self._name(),
                              time.perf_counter() - start)
-        opts._freeze()  # compile-time options may not change under a compiled model
-        self._in_spec = spec
-        self._input_meta = [(tuple(t.shape), t.dtype) for t in micro
-                            if isinstance(t, torch.Tensor)]
-        self._attached = True
+        self._simulate()
+        self._connect()
+
+    def _install(self, compiled: _compiler.Compiled, in_spec, input_meta: list,
+                 progress: _logging.CompileProgress | None = None) -> None:
+        """Make `compiled` this executor's program (freshly compiled, from the cache or
+        from a file): check that it fits in memory, freeze the compile-time options, upload
+        the weights and build the extra programs. Attaching is `_connect`'s."""
+        opts = self._options
+        self._compiled = compiled
+        try:
+            if progress:
+                progress.start("machine model")
+            self._estimate_memory()
+            if progress:
+                progress.done()
+        except Error:
+            self._compiled = None
+            raise
+        opts._freeze(compile_time_only=True)  # run-time options may still change
+        self._in_spec = in_spec
+        self._input_meta = input_meta
         self._device.clear()
         self._uploaded.clear()
-        self.copyWeightsToDevice()
-        seed = opts.random_seed if opts.random_seed is not None else torch.initial_seed()
-        self._random = np.random.default_rng(seed)
+        self._upload_weights()
+        self._seed = opts.random_seed if opts.random_seed is not None else torch.initial_seed()
+        self._random = np.random.default_rng(self._seed)
         self._compile_extra()
-        self._simulate()
 
     def _capture(self, model: torch.nn.Module, args: tuple, kwargs: dict):
         return _frontend.capture(model, args, kwargs)
@@ -295,10 +319,18 @@ class PoplarExecutor(MachineFigures):
             self._uploaded[name] = (id(host), host._version)
 
     def copyWeightsToDevice(self) -> None:  # noqa: N802
-        """Upload every weight and buffer from the host model."""
+        """Upload every weight and buffer from the host model (to an attached model)."""
         self._check_alive()
         if self._compiled is None:
             return
+        if not self._attached:
+            raise Error("copyWeightsToDevice: the model is not attached to a device; call "
+                        "attachToDevice() first (attaching uploads the host's weights)",
+                        type="executor")
+        self._check_recoverable()
+        self._upload_weights()
+
+    def _upload_weights(self) -> None:
         for arg in self._weights():
             self._upload(arg.name, self._host_tensor(arg))
         self._buffers_dirty = False
@@ -312,9 +344,10 @@ class PoplarExecutor(MachineFigures):
 
     def copyWeightsToHost(self) -> None:  # noqa: N802
         """Write the device's weights and buffers back into the host model (replica-
-        grouped parameters as `_grouped_to_host` describes)."""
+        grouped parameters as `_grouped_to_host` describes). Nothing to do when detached:
+        detaching copied them."""
         self._check_alive()
-        if self._compiled is None:
+        if self._compiled is None or not self._attached:
             return
         with torch.no_grad():
             self._grouped_to_host()
@@ -329,52 +362,39 @@ class PoplarExecutor(MachineFigures):
 
     def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802
         """Copy device weights to the host if the device changed them; True if it did."""
+        self._check_alive()
         if self._buffers_dirty:
             self.copyWeightsToHost()
             return True
         return False
 
     def load_state_dict(self, state_dict: dict, strict: bool = True):
-        """Load into the host model, then upload to the device."""
+        """Load into the host model, then upload to the device if attached (else
+        attaching will)."""
+        self._check_alive()
         result = self._model.load_state_dict(state_dict, strict)
-        self.copyWeightsToDevice()
+        if self._attached:
+            self.copyWeightsToDevice()
         return result
 
     def getTensorNames(self) -> list[str]:  # noqa: N802
         """Names of the model's device tensors: weights, buffers, then inputs."""
+        self._check_alive()
         if self._compiled is None:
             raise Error("the model must be compiled before its tensors have names",
                         type="executor")
         return [a.name if a.kind != "input" else f"input{a.name}"
                 for a in self._compiled.captured.arguments]
 
-    # ---- device -------------------------------------------------------------------------
-    def attachToDevice(self) -> None:  # noqa: N802
-        self._check_alive()
-        if self._compiled is None:
-            raise Error("cannot attach a model that is not compiled", type="executor")
-        if self._attached:
-            raise Error("the model is already attached to a device", type="executor")
-        self._attached = True
-        self.copyWeightsToDevice()
-
-    def detachFromDevice(self) -> None:  # noqa: N802
-        self._check_alive()
-        if not self._attached:
-            raise Error("the model is not attached to a device", type="executor")
-        if self._buffers_dirty:
-            self.copyWeightsToHost()
-        self._attached = False
-
-    def destroy(self) -> None:
-        """Release the compiled program and device state; the executor is unusable after."""
-        if self._finalizer is not None:
-            self._finalizer()  # the profile report, with the tracepoints recorded since
+    # ---- device (attach, detach and destroy: `_device.DeviceAttachment`) ---------------
+    def _release(self) -> None:
+        """destroy(): drop the compiled program (its MLIR module and context), the device
+        arrays and the machine model's figures."""
+        self._release_figures()
         self._compiled = None
         self._device.clear()
         self._uploaded.clear()
-        self._attached = False
-        self._destroyed = True
+        self._random = None
 
     # ---- running ------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -383,11 +403,12 @@ class PoplarExecutor(MachineFigures):
         flat = [_frontend.narrow(v) for v in flat]
         if self._compiled is None:
             self._compile((flat, spec), args, kwargs)
-        elif not self._attached:
+        if not self._attached:  # OnDemand, or detached: attach (Never refuses)
             self.attachToDevice()
+        self._check_recoverable()
         self._check_inputs(flat, spec)
         self._before_run()
-        result = self._run(flat)
+        result = self._run_on_device(flat)
         self._after_run()
         return result
 
@@ -442,6 +463,7 @@ class PoplarExecutor(MachineFigures):
               ) -> list[np.ndarray]:
         """Run the program on micro-batch `step`; store buffer updates; return the other
         results, each with its replica axis."""
+        self._fail_if_struck(step)
         compiled = self._compiled
         captured = compiled.captured
         extra = extra or {}

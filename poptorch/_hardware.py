@@ -16,7 +16,8 @@ from .errors import Error
 def ipuHardwareIsAvailable(num_ipus: int = 1) -> bool:  # noqa: N802 - PopTorch's name
     """Whether the simulated system has `num_ipus` IPUs: True from 1 up to the 64 IPUs of
     the modelled IPU-POD64. No physical IPU is ever checked: the machine model stands in
-    for the hardware, and is never busy (the spec does not check that either)."""
+    for the hardware. IPUs held by attached models still count: this says whether the
+    IPUs exist, not whether they are free (`poptorch._device`; POPTORCH_WAIT_FOR_IPU)."""
     if isinstance(num_ipus, bool) or not isinstance(num_ipus, int):
         raise Error(f"ipuHardwareIsAvailable: num_ipus must be an int, got {num_ipus!r}",
                     type="api")

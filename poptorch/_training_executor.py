@@ -187,13 +187,53 @@ class TrainingExecutor(PoplarExecutor):
             optimizer.state_dict = link.state_dict
             optimizer.load_state_dict = link.load_state_dict
 
+    @staticmethod
+    def _unlink_optimizer(optimizer: torch.optim.Optimizer) -> None:
+        """Undo `_link_optimizer`: state_dict()/load_state_dict() are the host's again."""
+        from .optim import _IpuOptimizer
+
+        optimizer._ipu_link = None
+        if not isinstance(optimizer, _IpuOptimizer):
+            for name in ("_ipu_link", "state_dict", "load_state_dict"):
+                optimizer.__dict__.pop(name, None)
+
     def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:  # noqa: N802
         """Apply the optimizer's new variable hyper-parameters without recompiling."""
+        self._check_alive()
         if self._compiled is not None:
             self._spec.check_constants(optimizer)
             self._hyper = self._spec.hyper_values(optimizer)
             self._link_optimizer(optimizer)
         self._optimizer = optimizer
+
+    # ---- the device state of a call, destroy ----------------------------------------
+    def _snapshot(self) -> dict[str, Any]:
+        """Beyond inference's: the optimizer and automatic loss-scaling state (the
+        optimizer step replaces its arrays too)."""
+        return {**super()._snapshot(), "state": dict(self._state),
+                "scaling": (self._auto_scale, self._good_steps), "dirty": self._weights_dirty}
+
+    def _restore(self, saved: dict[str, Any]) -> None:
+        super()._restore(saved)
+        self._state = saved["state"]
+        self._auto_scale, self._good_steps = saved["scaling"]
+        self._weights_dirty = saved["dirty"]
+
+    def _release(self) -> None:
+        """destroy(): the optimizer's state goes to the host optimizer (as torch keeps
+        it), which no longer reads the device; the optimizer's programs and state, and the
+        model's link to this executor, are dropped."""
+        link = getattr(self._optimizer, "_ipu_link", None)
+        if self._compiled is not None and link is not None and link._executor() is self:
+            state = link.state_dict()
+            self._unlink_optimizer(self._optimizer)
+            torch.optim.Optimizer.load_state_dict(self._optimizer, state)
+        if _TRAINERS.get(self._user_model) is not None and _TRAINERS[self._user_model]() is self:
+            del _TRAINERS[self._user_model]
+        for name in ("_optimizer_step", "_reduce", "_optimizer_text", "_state", "_hyper",
+                     "_spec", "_update_cycles"):
+            self.__dict__.pop(name, None)
+        super()._release()
 
     # ---- running ------------------------------------------------------------------------
     def _mean(self) -> bool:
@@ -291,9 +331,10 @@ class TrainingExecutor(PoplarExecutor):
     # ---- weights ------------------------------------------------------------------------
     def copyWeightsToHost(self) -> None:  # noqa: N802
         """Write the device's weights and buffers into the host model (replica-grouped
-        parameters as their VariableRetrievalMode asks, see `_grouped_to_host`)."""
+        parameters as their VariableRetrievalMode asks, see `_grouped_to_host`). Nothing
+        to do when detached: detaching copied them."""
         self._check_alive()
-        if self._compiled is None:
+        if self._compiled is None or not self._attached:
             return
         captured = self._compiled.captured
         with torch.no_grad():
@@ -315,6 +356,7 @@ class TrainingExecutor(PoplarExecutor):
         yield from torch.nn.Module.named_buffers(model)
 
     def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802
+        self._check_alive()
         if self._compiled is not None and (self._weights_dirty or self._buffers_dirty):
             self.copyWeightsToHost()
             return True
