@@ -9,22 +9,10 @@ import struct
 
 import pytest
 import torch
+from test_training import ExampleModelWithLoss  # spec listings 4.3 and 4.27
 
 import poptorch
 from poptorch import _executable
-
-
-class ExampleModelWithLoss(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(10, 10)
-        self.loss = torch.nn.MSELoss()
-
-    def forward(self, x, target=None):
-        fc = self.fc(x)
-        if self.training:
-            return fc, self.loss(fc, target)
-        return fc
 
 
 def _quiet(opts=None):
