@@ -26,6 +26,7 @@ import enum
 import functools
 import hashlib
 import importlib
+import json
 import os
 import sys
 import sysconfig
@@ -111,12 +112,17 @@ class Fingerprint:
         if isinstance(value, type):
             self._class(value, depth + 1)
             return
+        if self._first_visit(value):
+            self._compound(value, depth + 1)
+
+    def _first_visit(self, value: Any) -> bool:
+        """True the first time; later, hash a back reference (shared or cyclic values)."""
         if id(value) in self._seen:
             self.add("ref", self._seen[id(value)])
-            return
+            return False
         self._seen[id(value)] = len(self._seen)
         self._alive.append(value)
-        self._compound(value, depth + 1)
+        return True
 
     def _compound(self, value: Any, depth: int) -> None:
         if isinstance(value, torch.Tensor):
@@ -191,11 +197,8 @@ class Fingerprint:
         if _is_library_module(cls.__module__):
             self.add("class", cls.__module__, cls.__qualname__)
             return
-        if id(cls) in self._seen:
-            self.add("ref", self._seen[id(cls)])
+        if not self._first_visit(cls):
             return
-        self._seen[id(cls)] = len(self._seen)
-        self._alive.append(cls)
         self.add("user class", cls.__module__, cls.__qualname__)
         for base in cls.__bases__:
             self._class(base, depth + 1)
@@ -242,15 +245,16 @@ class Fingerprint:
 def key_of(executor: Any, model: torch.nn.Module, args: tuple, kwargs: dict) -> str | None:
     """The cache key of compiling `model` for these (micro-batch) inputs, or None when the
     model cannot be fingerprinted (the reason is logged)."""
-    from ._options_json import RUN_TIME_OPTIONS, options_to_json
+    from ._options_json import apply_run_time, options_to_json
+    from .options import Options
 
     fp = Fingerprint()
     fp.add("versions", sorted(_executable.versions().items()), _executable.FORMAT_VERSION)
     fp.add("kind", "training" if executor._training else "inference",
            torch.get_default_dtype())
-    options = options_to_json(executor.options)["values"]
-    fp.add("options", sorted((name, repr(value)) for name, value in _flat(options)
-                             if name not in RUN_TIME_OPTIONS))
+    compile_time = executor.options.clone()  # run-time options do not change the program
+    apply_run_time(compile_time, Options())
+    fp.add("options", json.dumps(options_to_json(compile_time), sort_keys=True))
     leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
     fp.add("inputs", str(spec))
     try:
@@ -266,17 +270,6 @@ def key_of(executor: Any, model: torch.nn.Module, args: tuple, kwargs: dict) -> 
                     reason)
         return None
     return fp.hexdigest()
-
-
-def _flat(options: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """(dotted name, value) of an options_to_json document's options."""
-    flat = []
-    for name, value in options.items():
-        if isinstance(value, dict) and name[:1].isupper():
-            flat += _flat(value, f"{prefix}{name}.")
-        else:
-            flat.append((prefix + name, value))
-    return flat
 
 
 def _path(directory: str, key: str) -> str:

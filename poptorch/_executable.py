@@ -36,6 +36,7 @@ from poptorch.dialects import make_context
 from poptorch.runtime.jit import compile_module
 
 from . import _compiler, _frontend, _training
+from ._frontend import dtype_name, dtype_named
 from .errors import Error
 
 MAGIC = b"\x89POPTORCH-MLIR\r\n\x1a\n"
@@ -163,19 +164,9 @@ def json_from_bytes(data: bytes, path: str, what: str) -> Any:
         raise _error(path, f"is corrupt: its {what} are not valid JSON") from None
 
 
-def _dtype(name: Any) -> torch.dtype:
-    value = getattr(torch, name, None) if isinstance(name, str) else None
-    if not isinstance(value, torch.dtype):
-        raise ValueError(f"unknown dtype {name!r}")
-    return value
-
-
-def _shape_meta(meta: list) -> list[tuple[tuple[int, ...], torch.dtype]]:
-    return [(tuple(int(d) for d in shape), _dtype(dtype)) for shape, dtype in meta]
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+def shape_meta(meta: list) -> list[tuple[tuple[int, ...], torch.dtype]]:
+    """Input metadata ([shape, dtype name] pairs) as the executor keeps it."""
+    return [(tuple(int(d) for d in shape), dtype_named(dtype)) for shape, dtype in meta]
 
 
 # ---- compiled programs ------------------------------------------------------------------
@@ -192,7 +183,7 @@ def compiled_sections(compiled: _compiler.Compiled) -> dict[str, bytes]:
     else:
         meta.update(mutated_buffers=captured.mutated_buffers,
                     in_spec=pytree.treespec_dumps(captured.in_spec),
-                    input_meta=[[list(s), _dtype_name(d)] for s, d in captured.input_meta])
+                    input_meta=[[list(s), dtype_name(d)] for s, d in captured.input_meta])
     return {"module": compiled.module_text.encode(),
             "program": json.dumps(meta).encode(),
             "constants": tensors_to_bytes(captured.constants)}
@@ -221,7 +212,7 @@ def compiled_from_sections(sections: dict[str, bytes], path: str,
             captured = _frontend.Captured(
                 None, arguments, constants, [str(n) for n in meta["mutated_buffers"]],
                 pytree.treespec_loads(meta["in_spec"]), out_spec,
-                _shape_meta(meta["input_meta"]))
+                shape_meta(meta["input_meta"]))
     except Exception as err:  # noqa: BLE001 - any malformed metadata is a corrupt file
         raise _error(path, f"is corrupt: its program metadata is malformed ({err!r})") \
             from None
@@ -331,7 +322,7 @@ def encode(value: Any, tensors: dict[str, torch.Tensor], prefix: str) -> Any:
         tensors[prefix] = value
         return {"$tensor": prefix}
     if isinstance(value, torch.dtype):
-        return {"$dtype": _dtype_name(value)}
+        return {"$dtype": dtype_name(value)}
     if isinstance(value, tuple):
         return {"$tuple": [encode(v, tensors, f"{prefix}.{i}") for i, v in enumerate(value)]}
     if isinstance(value, list):
@@ -354,7 +345,7 @@ def decode(data: Any, tensors: dict[str, torch.Tensor]) -> Any:
         if tag == "$tensor" and isinstance(inner, str) and inner in tensors:
             return tensors[inner]
         if tag == "$dtype":
-            return _dtype(inner)
+            return dtype_named(inner)
         if tag == "$tuple" and isinstance(inner, list):
             return tuple(decode(v, tensors) for v in inner)
         if tag == "$dict" and isinstance(inner, list) and all(

@@ -23,6 +23,7 @@ from . import _cache, _compiler, _frontend, _logging, _strategies
 from . import _replica_grouping as grouping
 from ._device import DeviceAttachment
 from ._device_model import MachineFigures
+from ._frontend import dtype_name
 from ._persistence import Persistence
 from .enums import CommGroupType, OutputMode
 from .errors import Error
@@ -80,10 +81,6 @@ def _freeze_tensor_attributes(model: torch.nn.Module) -> set[str]:
 
 
 _NARROWED_NUMPY = {np.dtype(np.int64): np.int32, np.dtype(np.float64): np.float32}
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
@@ -430,8 +427,8 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
             if tuple(tensor.shape) != shape or tensor.dtype != dtype:
                 raise Error(
                     f"input {index} changed since compilation: expected a micro-batch of "
-                    f"shape {list(shape)} and dtype {_dtype_name(dtype)}, got shape "
-                    f"{list(tensor.shape)} and dtype {_dtype_name(tensor.dtype)}; wrap the "
+                    f"shape {list(shape)} and dtype {dtype_name(dtype)}, got shape "
+                    f"{list(tensor.shape)} and dtype {dtype_name(tensor.dtype)}; wrap the "
                     "model again to compile it for the new inputs", type="executor")
 
     def _replica_slices(self) -> np.ndarray:

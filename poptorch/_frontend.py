@@ -60,6 +60,19 @@ def _capturing():
 NARROWED = {torch.int64: torch.int32, torch.float64: torch.float32}
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """"float32" for torch.float32: how errors and files name a dtype."""
+    return str(dtype).removeprefix("torch.")
+
+
+def dtype_named(name: Any) -> torch.dtype:
+    """The dtype `dtype_name` names; ValueError for anything else."""
+    value = getattr(torch, name, None) if isinstance(name, str) else None
+    if not isinstance(value, torch.dtype):
+        raise ValueError(f"unknown dtype {name!r}")
+    return value
+
+
 def narrow(value: Any) -> Any:
     """`value` with int64/float64 tensors narrowed to int32/float32."""
     if isinstance(value, torch.Tensor) and value.dtype in NARROWED:

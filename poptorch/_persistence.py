@@ -18,7 +18,7 @@ weights to the device), so two wrappers of one model stay connected (spec listin
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -26,6 +26,7 @@ from torch.utils import _pytree as pytree
 
 from . import _executable, _frontend, _logging, _model_pickle
 from . import _replica_grouping as grouping
+from ._frontend import dtype_name
 from ._options_categories import check_str
 from .enums import CommGroupType, VariableRetrievalMode
 from .errors import Error
@@ -37,6 +38,24 @@ def _json(sections: dict[str, bytes], name: str, path: str) -> Any:
     if name not in sections:
         raise Error(f"{path} is corrupt: it has no {name} section", type="executable")
     return _executable.json_from_bytes(sections[name], path, name)
+
+
+class _File(NamedTuple):
+    """An executable file's sections, with its executor metadata and weights read."""
+
+    sections: dict[str, bytes]
+    meta: dict[str, Any]
+    weights: dict[str, torch.Tensor]
+
+
+def _open(path: str) -> _File:
+    _, sections = _executable.read(path, (KIND,))
+    meta = _json(sections, "executor", path)
+    if not isinstance(meta, dict) or meta.get("kind") not in ("training", "inference"):
+        raise Error(f"{path} is corrupt: its executor metadata is malformed",
+                    type="executable")
+    weights = _executable.tensors_from_bytes(sections.get("weights", b""), path, "weights")
+    return _File(sections, meta, weights)
 
 
 class Persistence:
@@ -123,7 +142,7 @@ class Persistence:
             "model": f"{type(self._model).__module__}.{type(self._model).__qualname__}",
             "options": options_to_json(self._options),
             "in_spec": pytree.treespec_dumps(self._in_spec),
-            "input_meta": [[list(shape), _executable._dtype_name(dtype)]
+            "input_meta": [[list(shape), dtype_name(dtype)]
                            for shape, dtype in self._input_meta],
             "groupings": {name: [kind.name, shards, mode.name] for name, (kind, shards, mode)
                           in self.per_replica_params.items()},
@@ -137,11 +156,9 @@ class Persistence:
         Only the wrapper's run-time options apply; its compile-time ones are the file's."""
         self._check_alive()
         path = check_str("loadExecutable: filename", filename)
-        _, sections = _executable.read(path, (KIND,))
-        self._load_sections(sections, path, self._options, explicit=True)
+        self._load_file(_open(path), path, self._options, explicit=True)
 
-    def _load_sections(self, sections: dict[str, bytes], path: str, requested: Any,
-                 explicit: bool) -> dict[str, Any]:
+    def _load_file(self, file: _File, path: str, requested: Any, explicit: bool) -> None:
         from ._options_json import (
             apply_run_time,
             compile_time_differences,
@@ -152,11 +169,8 @@ class Persistence:
         if self._compiled is not None:
             raise Error(f"loadExecutable: this model is already compiled; wrap the model "
                         f"again to load {path}", type="executor")
-        meta = _json(sections, "executor", path)
+        meta = file.meta
         kind = "training" if self._training else "inference"
-        if not isinstance(meta, dict) or meta.get("kind") not in ("training", "inference"):
-            raise Error(f"{path} is corrupt: its executor metadata is malformed",
-                        type="executable")
         if meta["kind"] != kind:
             wrapper = "trainingModel" if meta["kind"] == "training" else "inferenceModel"
             raise Error(f"{path} holds a {meta['kind']} executable, but this is an {kind} "
@@ -172,11 +186,9 @@ class Persistence:
                 "%s: compile-time options of the wrapper differ from the executable's and "
                 "are ignored: %s", path, ", ".join(ignored))
         apply_run_time(stored, requested)
-        weights = _executable.tensors_from_bytes(sections.get("weights", b""), path,
-                                                 "weights")
         try:
             in_spec = pytree.treespec_loads(meta["in_spec"])
-            input_meta = _executable._shape_meta(meta["input_meta"])
+            input_meta = _executable.shape_meta(meta["input_meta"])
             groupings = {str(name): (CommGroupType[kind_], int(shards),
                                      VariableRetrievalMode[mode])
                          for name, (kind_, shards, mode) in meta["groupings"].items()}
@@ -184,9 +196,8 @@ class Persistence:
         except Exception as err:  # noqa: BLE001 - any malformed metadata is a corrupt file
             raise Error(f"{path} is corrupt: its executor metadata is malformed ({err!r})",
                         type="executable") from None
-        self._check_weights(weights, path)
-        compiled = _executable.compiled_from_sections(sections, path, self._training)
-        self._check_arguments(compiled, weights, path)
+        compiled = _executable.compiled_from_sections(file.sections, path, self._training)
+        self._check_model(compiled, file.weights, path)
         _executable.check_inputs(compiled, input_meta, path)
         self._options = stored
         self.per_replica_params = groupings
@@ -204,26 +215,15 @@ class Persistence:
             # a file can hold anything: what the checks above missed is still a refusal
             raise Error(f"{path} cannot be loaded: {err!r}", type="executable") from None
         self._connect()  # as after a compile: attach now, on the first run, or never
-        return meta
 
-    def _check_arguments(self, compiled, weights: dict[str, torch.Tensor],
-                         path: str) -> None:
-        """The program's weight arguments are the model's, and in the weights section."""
-        host = {"parameter": dict(torch.nn.Module.named_parameters(self._model)),
-                "buffer": dict(torch.nn.Module.named_buffers(self._model))}
-        for arg in compiled.captured.arguments:
-            if arg.kind in host and (arg.name not in host[arg.kind] or arg.name not in weights):
-                raise Error(f"{path} is corrupt or for another model: its program reads the "
-                            f"{arg.kind} {arg.name}, which the wrapped "
-                            f"{type(self._model).__name__} or the file's weights do not have",
-                            type="executable")
-
-    def _check_weights(self, weights: dict[str, torch.Tensor], path: str) -> None:
-        """The wrapped model has every weight the executable reads, shaped as it was."""
-        host = dict([*torch.nn.Module.named_parameters(self._model),
-                     *torch.nn.Module.named_buffers(self._model)])
+    def _check_model(self, compiled, weights: dict[str, torch.Tensor], path: str) -> None:
+        """The wrapped model has every weight of the file, shaped as it was, and the
+        program's weight arguments are the model's and the file's."""
+        by_kind = {"parameter": dict(torch.nn.Module.named_parameters(self._model)),
+                   "buffer": dict(torch.nn.Module.named_buffers(self._model))}
+        host = {**by_kind["parameter"], **by_kind["buffer"]}
         for name, stored in sorted(weights.items()):
-            what = f"{name} ({list(stored.shape)}, {_executable._dtype_name(stored.dtype)})"
+            what = f"{name} ({list(stored.shape)}, {dtype_name(stored.dtype)})"
             if name not in host:
                 raise Error(f"{path} was compiled for a model with the weight {what}, which "
                             f"the wrapped {type(self._model).__name__} does not have; wrap "
@@ -232,8 +232,15 @@ class Persistence:
             if tensor.shape != stored.shape or tensor.dtype != stored.dtype:
                 raise Error(f"{path} was compiled for a model with the weight {what}, but the "
                             f"wrapped model's is {list(tensor.shape)}, "
-                            f"{_executable._dtype_name(tensor.dtype)}; wrap the model the "
+                            f"{dtype_name(tensor.dtype)}; wrap the model the "
                             "executable was compiled from", type="executable")
+        for arg in compiled.captured.arguments:
+            if arg.kind in by_kind and (arg.name not in by_kind[arg.kind]
+                                        or arg.name not in weights):
+                raise Error(f"{path} is corrupt or for another model: its program reads the "
+                            f"{arg.kind} {arg.name}, which the wrapped "
+                            f"{type(self._model).__name__} or the file's weights do not have",
+                            type="executable")
 
 
 def load(filename: str, edit_opts_fn=None):
@@ -253,27 +260,21 @@ def load(filename: str, edit_opts_fn=None):
     from .options import Options
 
     path = check_str("load: filename", filename)
-    _, sections = _executable.read(path, (KIND,))
-    meta = _json(sections, "executor", path)
-    if "model" not in sections:
+    file = _open(path)
+    if "model" not in file.sections:
         raise Error(f"{path} was exported with export_model=False: it holds the executable "
                     "but not the model; re-create and wrap the model (poptorch.inferenceModel "
                     "or trainingModel), then call loadExecutable on the wrapper",
                     type="executable")
-    if not isinstance(meta, dict):
-        raise Error(f"{path} is corrupt: its executor metadata is malformed",
-                    type="executable")
-    options = options_from_json(meta.get("options"))
+    options = options_from_json(file.meta.get("options"))
     apply_run_time(options, Options())  # the run-time options of this machine
     if edit_opts_fn is not None:
         edit_opts_fn(options)
-    tensors = {**_executable.tensors_from_bytes(sections.get("model tensors", b""), path,
-                                                "model tensors"),
-               **_executable.tensors_from_bytes(sections.get("weights", b""), path,
-                                                "weights")}
-    model, optimizer = _model_pickle.loads(sections["model"], tensors, path)
+    tensors = {**_executable.tensors_from_bytes(file.sections.get("model tensors", b""), path,
+                                                "model tensors"), **file.weights}
+    model, optimizer = _model_pickle.loads(file.sections["model"], tensors, path)
     try:
-        return _wrap_loaded(model, optimizer, options, meta, sections, path)
+        return _wrap_loaded(model, optimizer, options, file, path)
     except Error:
         raise
     except Exception as err:  # noqa: BLE001 - a restored object that does not work
@@ -281,21 +282,21 @@ def load(filename: str, edit_opts_fn=None):
                     type="executable") from None
 
 
-def _wrap_loaded(model, optimizer, options, meta: dict, sections: dict[str, bytes],
-                 path: str):
+def _wrap_loaded(model, optimizer, options, file: _File, path: str):
     """Wrap the restored model and load the executable (and optimizer state) into it."""
     from ._api import inferenceModel, trainingModel
 
-    if meta.get("kind") == "training":
+    training = file.meta["kind"] == "training"
+    if training:
         executor = trainingModel(model, options, optimizer)
     else:
         executor = inferenceModel(model, options)
-    executor._load_sections(sections, path, options, explicit=False)
-    if meta.get("kind") == "training":
-        state = _executable.tensors_from_bytes(sections.get("optimizer state", b""), path,
-                                               "optimizer state")
+    executor._load_file(file, path, options, explicit=False)
+    if training:
+        state = _executable.tensors_from_bytes(file.sections.get("optimizer state", b""),
+                                               path, "optimizer state")
         try:
-            state_dict = _executable.decode(_json(sections, "optimizer", path), state)
+            state_dict = _executable.decode(_json(file.sections, "optimizer", path), state)
         except ValueError as err:
             raise Error(f"{path} is corrupt: its optimizer state is malformed ({err})",
                         type="executable") from None
