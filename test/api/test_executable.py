@@ -334,3 +334,36 @@ def test_the_model_unpickler_runs_nothing_but_modules(tmp_path, inputs):
     wrapper = poptorch.inferenceModel(ExampleModelWithLoss().eval(), _quiet())
     wrapper.loadExecutable(str(crafted))
     assert not marker.exists()
+
+
+def test_program_reading_a_weight_the_model_lacks_is_refused(tmp_path, inputs):
+    path, _ = _inference_file(tmp_path, inputs)
+    _, sections = _executable.read(str(path), ("executable",))
+    program = json.loads(sections["program"])
+    program["arguments"] = [[k, "fc.other" if n == "fc.bias" else n, p]
+                            for k, n, p in program["arguments"]]
+    sections["program"] = json.dumps(program).encode()
+    crafted = tmp_path / "crafted.poptorch"
+    _executable.write(str(crafted), "executable", sections)
+    with pytest.raises(poptorch.Error, match="is corrupt or for another model: its program "
+                                             "reads the parameter fc.other, which the wrapped "
+                                             "ExampleModelWithLoss or the file's weights do "
+                                             "not have"):
+        poptorch.inferenceModel(ExampleModelWithLoss(), _quiet()).loadExecutable(str(crafted))
+
+
+def test_rng_state_cannot_be_set_before_compiling():
+    model = poptorch.inferenceModel(ExampleModelWithLoss(), _quiet())
+    with pytest.raises(poptorch.Error, match="compile the model before setting its rng_state"):
+        model.rng_state = [0, 1, 2, 0, 0]
+
+
+def test_model_pickle_with_an_impossible_memo_index_is_refused(tmp_path, inputs):
+    path, _ = _inference_file(tmp_path, inputs)
+    _, sections = _executable.read(str(path), ("executable",))
+    sections["model"] = b"\x80\x04r\xff\xff\xff\x7f."  # LONG_BINPUT 2**31 - 1, STOP
+    crafted = tmp_path / "crafted.poptorch"
+    _executable.write(str(crafted), "executable", sections)
+    with pytest.raises(poptorch.Error, match="the model object's pickle refers to memo entry "
+                                             "2147483647 of a stream of 3 operations"):
+        poptorch.load(str(crafted))
