@@ -1,17 +1,18 @@
 # Two entry points, both self-contained from a fresh clone:
 #   make demo   set up .venv and run the main job
 #   make test   set up .venv and run every test (ruff, pytest, lit)
+#   make bench  set up .venv and run the benchmarks against PyTorch on CPU (bench/run.py)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test setup
+.PHONY: demo test bench setup
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,demo]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,demo,bench]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -21,3 +22,6 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lit -sv test
 	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) bench/run.py
