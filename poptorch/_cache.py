@@ -31,6 +31,7 @@ import os
 import sys
 import sysconfig
 import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -75,7 +76,11 @@ def _is_library_module(name: str) -> bool:
 class Fingerprint:
     """A running SHA-256 over values, with shared and cyclic references hashed once."""
 
-    def __init__(self) -> None:
+    def __init__(self, weights: tuple[torch.Tensor, ...] = ()) -> None:
+        # the model's parameters and buffers: uploaded to the device, not part of the
+        # program, so only their metadata counts wherever they are held (nn.LSTM keeps
+        # them in `_flat_weights` and weakly in `_flat_weight_refs`)
+        self._weights = {id(t) for t in weights}
         self._hash = hashlib.sha256()
         self._seen: dict[int, int] = {}
         self._alive: list[Any] = []  # keeps ids unique while hashing
@@ -125,7 +130,9 @@ class Fingerprint:
         return True
 
     def _compound(self, value: Any, depth: int) -> None:
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, torch.Tensor) and id(value) in self._weights:
+            self.tensor_meta(value)
+        elif isinstance(value, torch.Tensor):
             data = value.detach().cpu().contiguous()
             self.add("tensor", value.dtype, tuple(value.shape), value.requires_grad,
                      hashlib.sha256(data.view(torch.uint8).numpy().tobytes()
@@ -152,6 +159,9 @@ class Fingerprint:
             self.add(type(value).__name__, items)
         elif isinstance(value, torch.nn.Module):
             self._module(value, depth)
+        elif type(value) is weakref.ref:
+            self.add("weakref")
+            self.value(value(), depth)  # the referent, or None once it is gone
         elif isinstance(value, types.FunctionType):
             self._function(value, depth)
         elif isinstance(value, types.MethodType):
@@ -248,7 +258,7 @@ def key_of(executor: Any, model: torch.nn.Module, args: tuple, kwargs: dict) -> 
     from ._options_json import apply_run_time, options_to_json
     from .options import Options
 
-    fp = Fingerprint()
+    fp = Fingerprint((*model.parameters(), *model.buffers()))
     fp.add("versions", sorted(_executable.versions().items()), _executable.FORMAT_VERSION)
     fp.add("kind", "training" if executor._training else "inference",
            torch.get_default_dtype())

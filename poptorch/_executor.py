@@ -201,34 +201,45 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         multi_ipu = _strategies.multi_ipu_steps(opts.execution_strategy, micro_batches,
                                                 opts.auto_round_num_ipus)
         _logging.configure(opts)
+        start = time.perf_counter()
         key = _cache.key_of(self, model, m_args, m_kwargs) if opts.executable_cache_dir else None
+        keyed_at = time.perf_counter()
         compiled = _cache.load(opts.executable_cache_dir, key, self._training) if key else None
+        cache_timings = {"fingerprint": keyed_at - start} if key else {}
+        if compiled:
+            compiled.timings = {**cache_timings, "cache read": time.perf_counter() - keyed_at}
         # capture, import, the pipeline's steps, the JIT and the machine model
         total = 2 if compiled else 4 + len(_compiler.PIPELINE) + len(multi_ipu)
         progress = _logging.CompileProgress(opts.show_compilation_progress_bar, total)
-        start = time.perf_counter()
         try:
             if compiled is None:
                 progress.start("capture")
+                capture_start = time.perf_counter()
                 captured = self._capture(_narrowed(model), m_args, m_kwargs)
                 captured_at = time.perf_counter()
                 progress.done()
                 compiled = _compiler.compile_captured(
                     captured, opts.ir_dump_dir, opts.module_namescope, tuple(multi_ipu),
                     progress=progress, log_dir=opts.log_dir)
-                compiled.timings = {"capture": captured_at - start, **compiled.timings}
+                compiled.timings = {**cache_timings, "capture": captured_at - capture_start,
+                                    **compiled.timings}
                 if key:
                     _cache.store(opts.executable_cache_dir, key, compiled, self._training)
             else:
                 progress.start("executable cache")
                 progress.done()
+            installing = time.perf_counter()
             self._install(compiled, spec, [(tuple(t.shape), t.dtype) for t in micro
                                            if isinstance(t, torch.Tensor)], progress)
+            # memory estimate, weight upload, extra programs; then the simulated timeline
+            modelled = time.perf_counter() - installing
         finally:
             progress.close()
+        modelled_at = time.perf_counter()
+        self._simulate()
+        compiled.timings["install"] = time.perf_counter() - modelled_at + modelled
         _logging.logger.info("compiled the %s model in %.2f s", self._name(),
                              time.perf_counter() - start)
-        self._simulate()
         self._connect()
 
     def _install(self, compiled: _compiler.Compiled, in_spec, input_meta: list,

@@ -124,6 +124,27 @@ def test_tensor_attributes_are_uploaded_not_cached(tmp_path):
     assert len(_entries(tmp_path)) == 1
 
 
+def test_recurrent_models_hit_with_other_weights(tmp_path, capsys):
+    """nn.LSTM holds its weights a second time in a list and weakly in weak references;
+    the key counts them as weights (metadata only), so an LSTM with other weights hits."""
+    class Recurrent(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(4, 6, batch_first=True)
+
+        def forward(self, x):
+            return self.lstm(x)[0]
+
+    x = torch.randn(2, 3, 4)
+    poptorch.inferenceModel(Recurrent(), _opts(tmp_path)).compile(x)
+    capsys.readouterr()
+    other = Recurrent()
+    out = poptorch.inferenceModel(other, _opts(tmp_path))(x)
+    assert "executable cache hit" in capsys.readouterr().out
+    torch.testing.assert_close(out, other(x), rtol=1e-5, atol=1e-5)
+    assert len(_entries(tmp_path)) == 1
+
+
 def test_training_model_hits_and_trains_identically(tmp_path, capsys):
     class WithLoss(torch.nn.Module):
         def __init__(self):
