@@ -89,6 +89,9 @@ class _Codegen:
             static = k.static(op)
             pyname = self.used.setdefault(name, _identifier(name))
             kwargs = [f"{key}={self.literal(v)}" for key, v in static.items()]
+            dead = self.reusable_operand(op) if k.takes_out else None
+            if dead is not None:
+                kwargs.append(f"out={value_name(dead)}")
             call = f"{pyname}({', '.join(args + kwargs)})"
         results = [value_name(r) for r in op.results]
         if not results:
@@ -96,6 +99,23 @@ class _Codegen:
         if name == "func.call" and len(results) == 1:
             return f"{results[0]}, = {call}"
         return f"{', '.join(results)} = {call}"
+
+
+    def reusable_operand(self, op: ir.OpView) -> ir.Value | None:
+        """An operand whose array this op may overwrite with its result: made by a kernel
+        that returns fresh arrays, read by nothing else (so no view of it exists either),
+        and of the result's type. The kernel still checks shapes at run time (leading
+        replica axes are not in the types)."""
+        result = op.results[0].type if len(op.results) == 1 else None
+        for value in op.operands:
+            owner = value.owner
+            if isinstance(owner, ir.Block) or value.type != result:
+                continue
+            k = self.kernels.get(owner.name)
+            if k is not None and k.fresh and len(list(value.uses)) == 1 \
+                    and owner.parent == op.parent:
+                return value
+        return None
 
 
 def compile_module(module: ir.Module, entry: str = "main") -> Program:

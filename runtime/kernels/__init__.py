@@ -21,11 +21,19 @@ from torch_mlir import ir
 
 @dataclass(frozen=True)
 class Kernel:
-    """A NumPy implementation of one ipu op."""
+    """A NumPy implementation of one ipu op.
+
+    `fresh`: the result is a new array that aliases no operand (nor a constant), so the
+    program may reuse it once its last reader is done. `takes_out`: the kernel accepts
+    `out=`, an operand's dead array of the result's type, and writes its result there
+    when the shapes and dtypes match at run time (the JIT's buffer reuse).
+    """
 
     name: str
     fn: Callable[..., Any]
     static: Callable[[ir.OpView], dict[str, Any]]
+    fresh: bool = False
+    takes_out: bool = False
 
 
 KERNELS: dict[str, Kernel] = {}
@@ -99,17 +107,32 @@ def align(arrays: tuple[np.ndarray, ...], ranks: tuple[int, ...] | None,
         for a, r in zip(arrays, ranks, strict=True))
 
 
-def kernel(*names: str, static: Callable[[ir.OpView], dict[str, Any]] = attributes):
+def kernel(*names: str, static: Callable[[ir.OpView], dict[str, Any]] = attributes,
+           fresh: bool = False, takes_out: bool = False):
     """Register the decorated function as the kernel of the ipu ops `names`."""
 
     def register(fn):
         for name in names:
             if name in KERNELS:
                 raise ValueError(f"a kernel for {name} is registered twice")
-            KERNELS[name] = Kernel(name, fn, static)
+            KERNELS[name] = Kernel(name, fn, static, fresh, takes_out)
         return fn
 
     return register
+
+
+# Arrays smaller than this are not reused: allocating them costs less than checking.
+REUSE_BYTES = 1 << 16
+
+
+def reusable(out: np.ndarray | None, dtype: np.dtype, *operands: np.ndarray) -> bool:
+    """True when `out` can hold the result of an elementwise op on `operands`: big enough
+    to matter, of the result's dtype and of the operands' broadcast shape."""
+    if out is None or out.nbytes < REUSE_BYTES or out.dtype != dtype:
+        return False
+    shapes = [a.shape for a in operands]
+    return all(shape == out.shape for shape in shapes) or \
+        np.broadcast_shapes(*shapes) == out.shape
 
 
 def leading(x: np.ndarray, rank: int) -> tuple[int, ...]:

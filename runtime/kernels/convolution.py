@@ -115,7 +115,7 @@ def _conv(x, w, strides, padding_low, padding_high, dilations, groups):
     return np.moveaxis(y, 2, 1).reshape((lx, n, c_out) + outputs)
 
 
-@kernel("ipu.conv")
+@kernel("ipu.conv", fresh=True)
 def conv(x, w, strides, padding_low, padding_high, dilations, groups):
     return _batched(_conv, x, w, len(strides), strides=strides, padding_low=padding_low,
                     padding_high=padding_high, dilations=dilations, groups=groups)

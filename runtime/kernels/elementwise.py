@@ -4,18 +4,46 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import align, broadcast_ranks, kernel
+from . import align, broadcast_ranks, kernel, reusable
+
+# erf(x) ~ x P(x^2) / Q(x^2) on [-4, 4] (clamped outside, where float32 erf is +-1): the
+# rational approximation of Eigen's and XLA's float erf. Measured against scipy's erf in
+# float64 on 2 million points of [-6, 6]: at most 4.5e-7 off (7 ulp), relative error
+# 1.5e-7 near 0; 8x faster than scipy.special.erf on float32 (0.45 against 3.5 ms for
+# 256 x 512 values), which converts every value to double and calls a scalar routine.
+_ERF_P = np.array([-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+                   -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+                   -1.60960333262415e-02], dtype=np.float32)
+_ERF_Q = np.array([-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                   -7.37332916720468e-03, -1.42647390514189e-02], dtype=np.float32)
+
+
+def _horner(x2: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+    p = x2 * coefficients[0]
+    for c in coefficients[1:-1]:
+        p += c
+        p *= x2
+    p += coefficients[-1]
+    return p
 
 
 def erf(x: np.ndarray) -> np.ndarray:
-    """The error function (NumPy has none: scipy's ufunc, in the operand's float type;
-    scipy.special is imported on first use, as it takes 0.17 s to import)."""
+    """The error function in the operand's float type: the rational approximation above
+    for float32, scipy's ufunc otherwise (imported on first use: 0.17 s)."""
+    if x.dtype == np.float32:
+        t = np.clip(x, np.float32(-4), np.float32(4))
+        x2 = t * t
+        y = _horner(x2, _ERF_P)
+        y *= t
+        y /= _horner(x2, _ERF_Q)
+        return y
     from scipy import special
 
     return special.erf(x).astype(x.dtype, copy=False)
 
 
 def erfc(x: np.ndarray) -> np.ndarray:
+    """1 - erf(x) by scipy: accurate in the tails, where 1 - erf(x) would cancel."""
     from scipy import special
 
     return special.erfc(x).astype(x.dtype, copy=False)
@@ -31,11 +59,21 @@ def _float(fn):
 
 
 def _sigmoid(x):
-    return np.exp(-np.logaddexp(0, -x)).astype(x.dtype, copy=False)
+    from scipy import special
+
+    return special.expit(x).astype(x.dtype, copy=False)
+
+
+def _relu(x, out=None):
+    return np.maximum(x, x.dtype.type(0), out=out)
 
 
 def _gelu(x):
-    return (0.5 * x * (1 + erf(x / np.sqrt(2)))).astype(x.dtype, copy=False)
+    y = erf(x * np.asarray(np.sqrt(0.5), dtype=x.dtype))
+    y += 1
+    y *= x
+    y *= 0.5
+    return y.astype(x.dtype, copy=False)
 
 
 def _gelu_tanh(x):
@@ -52,7 +90,7 @@ UNARY = {
     "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
     "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh, "erf": erf,
     "erfc": erfc, "sigmoid": _sigmoid,
-    "relu": lambda x: np.maximum(x, 0).astype(x.dtype, copy=False), "gelu": _gelu,
+    "relu": _relu, "gelu": _gelu,
     "gelu_tanh": _gelu_tanh, "floor": np.floor, "ceil": np.ceil, "round": np.round,
     "trunc": np.trunc, "sign": np.sign, "logical_not": np.logical_not,
     "bitwise_not": np.invert,
@@ -84,23 +122,38 @@ COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equa
            "gt": np.greater, "ge": np.greater_equal}
 
 
+# Unary ufuncs whose result has the operand's dtype: they can write into a dead operand.
+_SAME_DTYPE = {name for name, fn in UNARY.items()
+               if isinstance(fn, np.ufunc) and name not in ("logical_not",)} | {"relu"}
+
+
 def _register_unary(name, fn):
     wrapped = fn if name in EXACT else _float(fn)
-    kernel(f"ipu.{name}")(lambda x: wrapped(x))
+    if name in _SAME_DTYPE:
+        def apply(x, out=None):
+            if x.dtype != np.float16 and reusable(out, x.dtype, x):
+                return fn(x, out=out)
+            return wrapped(x)
+        kernel(f"ipu.{name}", fresh=True, takes_out=True)(apply)
+    else:
+        kernel(f"ipu.{name}", fresh=True)(lambda x: wrapped(x))
 
 
 def _register_binary(name, fn):
-    def apply(lhs, rhs, ranks=None, out_rank=None):
+    def apply(lhs, rhs, ranks=None, out_rank=None, out=None):
         lhs, rhs = align((lhs, rhs), ranks, out_rank)
-        out = fn(lhs, rhs)
-        return out.astype(lhs.dtype, copy=False) if out.dtype != lhs.dtype else out
-    kernel(f"ipu.{name}", static=broadcast_ranks)(apply)
+        if isinstance(fn, np.ufunc) and lhs.dtype == rhs.dtype \
+                and reusable(out, lhs.dtype, lhs, rhs):
+            return fn(lhs, rhs, out=out)
+        result = fn(lhs, rhs)
+        return result.astype(lhs.dtype, copy=False) if result.dtype != lhs.dtype else result
+    kernel(f"ipu.{name}", static=broadcast_ranks, fresh=True, takes_out=True)(apply)
 
 
 def _register_compare(name, fn):
     def apply(lhs, rhs, ranks=None, out_rank=None):
         return fn(*align((lhs, rhs), ranks, out_rank))
-    kernel(f"ipu.{name}", static=broadcast_ranks)(apply)
+    kernel(f"ipu.{name}", static=broadcast_ranks, fresh=True)(apply)
 
 
 for _name, _fn in UNARY.items():
@@ -111,7 +164,7 @@ for _name, _fn in COMPARE.items():
     _register_compare(_name, _fn)
 
 
-@kernel("ipu.select", static=broadcast_ranks)
+@kernel("ipu.select", static=broadcast_ranks, fresh=True)
 def select(condition, lhs, rhs, ranks=None, out_rank=None):
     return np.where(*align((condition, lhs, rhs), ranks, out_rank))
 
@@ -122,7 +175,7 @@ def _cast_static(op):
     return {"dtype": numpy_dtype(op.output.type.element_type)}
 
 
-@kernel("ipu.cast", static=_cast_static)
+@kernel("ipu.cast", static=_cast_static, fresh=True)
 def cast(x, dtype):
     if np.issubdtype(dtype, np.integer) and np.issubdtype(x.dtype, np.floating):
         x = np.trunc(x)

@@ -7,7 +7,7 @@ import numpy as np
 from . import align, broadcast_ranks, kernel
 
 
-@kernel("ipu.matmul", static=broadcast_ranks)
+@kernel("ipu.matmul", static=broadcast_ranks, fresh=True)
 def matmul(lhs, rhs, ranks=None, out_rank=None):
     lhs, rhs = align((lhs, rhs), ranks, out_rank)
     if lhs.dtype == np.float16:  # accumulate in float32, as the IPU's AMP does

@@ -1,0 +1,70 @@
+"""The JIT's buffer reuse: an elementwise op writes into an operand's array when nothing
+else reads that array, never into an argument, a value read twice or a returned one."""
+
+import numpy as np
+import pytest
+from torch_mlir import ir
+
+from poptorch.dialects import make_context
+from poptorch.runtime.jit import compile_module
+from poptorch.runtime.kernels import REUSE_BYTES
+
+T = "tensor<64x512xf32>"
+CHAIN = f"""
+func.func @main(%x: {T}, %b: tensor<512xf32>) -> ({T}, {T}) {{
+  %0 = "ipu.exp"(%x) : ({T}) -> {T}
+  %1 = "ipu.add"(%0, %b) : ({T}, tensor<512xf32>) -> {T}
+  %2 = "ipu.relu"(%1) : ({T}) -> {T}
+  %3 = "ipu.mul"(%2, %2) : ({T}, {T}) -> {T}
+  %4 = "ipu.reshape"(%3) : ({T}) -> tensor<32768xf32>
+  %5 = "ipu.neg"(%3) : ({T}) -> {T}
+  %6 = "ipu.sub"(%5, %x) : ({T}, {T}) -> {T}
+  %7 = "ipu.exp"(%6) : ({T}) -> {T}
+  return %6, %7 : {T}, {T}
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def program():
+    with make_context(), ir.Location.unknown():
+        yield compile_module(ir.Module.parse(CHAIN))
+
+
+def test_reuse_goes_only_to_arrays_nothing_else_reads(program):
+    body = [line.strip() for line in program.source.splitlines() if " = ipu_" in line]
+    assert body == [
+        "v2 = ipu_exp(v0)",                                      # an argument: never
+        "v3 = ipu_add(v2, v1, ranks=(2, 1), out_rank=2, out=v2)",
+        "v4 = ipu_relu(v3, out=v3)",
+        "v5 = ipu_mul(v4, v4)",                                  # read twice
+        "v6 = ipu_reshape(v5, rank=2, shape=(32768,))",           # v5 also has a view
+        "v7 = ipu_neg(v5)",
+        "v8 = ipu_sub(v7, v0, out=v7)",
+        "v9 = ipu_exp(v8)",                                      # v8 is returned
+    ]
+
+
+def test_reused_buffers_give_the_same_numbers(program):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 512), dtype=np.float32)
+    b = rng.standard_normal(512, dtype=np.float32)
+    before = x.copy()
+    six, seven = program.run(x, b)
+    squared = np.maximum(np.exp(x) + b, 0) ** 2
+    np.testing.assert_array_equal(six, -squared - x)
+    np.testing.assert_array_equal(seven, np.exp(-squared - x))
+    np.testing.assert_array_equal(x, before)  # the argument is untouched
+
+
+def test_leading_axes_that_do_not_fit_get_a_new_array(program):
+    """The types say nothing about leading (replica) axes: a reused array of the wrong
+    shape at run time is left alone."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 512), dtype=np.float32)
+    b = rng.standard_normal((3, 512), dtype=np.float32)  # 3 replicas' biases
+    six, _ = program.run(x, b)
+    assert six.shape == (3, 64, 512)
+    squared = np.maximum(np.exp(x) + b[:, None], 0) ** 2
+    np.testing.assert_array_equal(six, -squared - x)
+    assert REUSE_BYTES <= x.nbytes  # the chain was big enough to reuse
