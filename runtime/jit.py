@@ -20,6 +20,7 @@ from torch_mlir import ir
 
 from poptorch.errors import Error
 
+from .heap import keep_freed_memory
 from .kernels import load_all
 
 
@@ -120,6 +121,7 @@ class _Codegen:
 
 def compile_module(module: ir.Module, entry: str = "main") -> Program:
     """Generate, compile and load the Python program of `module`."""
+    keep_freed_memory()
     gen = _Codegen()
     for op in module.body.operations:
         if op.operation.name == "func.func" and op.regions[0].blocks:

@@ -1,11 +1,18 @@
 """The JIT's buffer reuse: an elementwise op writes into an operand's array when nothing
-else reads that array, never into an argument, a value read twice or a returned one."""
+else reads that array, never into an argument, a value read twice or a returned one; and
+the allocator tuning that lets a program's arrays reuse pages between calls."""
+
+import os
+import platform
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from torch_mlir import ir
 
 from poptorch.dialects import make_context
+from poptorch.runtime import heap
 from poptorch.runtime.jit import compile_module
 from poptorch.runtime.kernels import REUSE_BYTES
 
@@ -68,3 +75,21 @@ def test_leading_axes_that_do_not_fit_get_a_new_array(program):
     squared = np.maximum(np.exp(x) + b[:, None], 0) ** 2
     np.testing.assert_array_equal(six, -squared - x)
     assert REUSE_BYTES <= x.nbytes  # the chain was big enough to reuse
+
+
+@pytest.mark.parametrize("setting, tuned", [(None, True), ("0", False)])
+def test_freed_memory_is_kept_unless_turned_off(setting, tuned):
+    """Compiling a program tunes glibc's allocator once per process (runtime/heap.py);
+    POPTORCH_KEEP_FREED_MEMORY=0 leaves it alone."""
+    env = {k: v for k, v in os.environ.items() if k != heap.VARIABLE}
+    if setting is not None:
+        env[heap.VARIABLE] = setting
+    code = ("from poptorch.runtime import heap; from poptorch.dialects import make_context\n"
+            "from poptorch.runtime.jit import compile_module\n"
+            "from torch_mlir import ir\n"
+            "with make_context(), ir.Location.unknown():\n"
+            "    compile_module(ir.Module.parse('func.func @main() { return }'))\n"
+            "print(heap._done)")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == repr([tuned and platform.libc_ver()[0] == "glibc"])
