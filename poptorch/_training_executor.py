@@ -294,7 +294,7 @@ class TrainingExecutor(PoplarExecutor):
                 per_step.append(results[:n_outputs])
                 grads = results[n_outputs:]
                 if total is None:
-                    total = [np.array(x, dtype=x.dtype) for x in grads]
+                    total = list(grads)  # sums below make new arrays
                 elif mean and not post:  # running mean
                     total = [t + (x - t) / (g + 1) for t, x in zip(total, grads, strict=True)]
                 else:

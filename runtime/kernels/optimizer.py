@@ -43,29 +43,44 @@ def _lerp(start: np.ndarray, end: np.ndarray, weight: float) -> np.ndarray:
 
 def _decayed_grad(w: np.ndarray, g: np.ndarray, grad_scale: np.ndarray,
                   weight_decay: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(weight, gradient * grad_scale + weight_decay * weight) in float32."""
+    """(weight, gradient * grad_scale + weight_decay * weight) in float32. A scale of 1
+    and a decay of 0 are skipped, as torch.optim skips them: the same numbers (x * 1 is
+    x) with two passes over the arrays fewer."""
     w32 = _f32(w)
-    g32 = _f32(g) * _f32(grad_scale)
-    return w32, g32 + _f32(weight_decay) * w32
+    g32 = _f32(g)
+    if _scalar(grad_scale) != 1:
+        g32 = g32 * _f32(grad_scale)
+    if _scalar(weight_decay) != 0:
+        g32 = g32 + _f32(weight_decay) * w32
+    return w32, g32
+
+
+def _stepped(w32: np.ndarray, lr: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """w - lr * d, the product's array reused for the result."""
+    step = np.asarray(d * _f32(lr))  # 0-d operands give NumPy scalars
+    return np.subtract(w32, step, out=step)
 
 
 @kernel("ipu.sgd_step")
 def sgd_step(w, g, grad_scale, lr, weight_decay):
     w32, d = _decayed_grad(w, g, grad_scale, weight_decay)
-    return _like(w32 - _f32(lr) * d, w)
+    return _like(_stepped(w32, lr, d), w)
 
 
 @kernel("ipu.sgd_momentum_step")
 def sgd_momentum_step(w, g, velocity, step, grad_scale, lr, momentum, dampening,
                       weight_decay, velocity_scaling, nesterov):
     w32, d = _decayed_grad(w, g, grad_scale, weight_decay)
-    scaling = _f32(velocity_scaling)
+    scaling = _scalar(velocity_scaling)
     if step == 0:  # torch.optim.SGD starts the buffer at the first gradient, undamped
         buf = d
     else:
-        buf = _f32(velocity) / scaling * _f32(momentum) + F32(1 - _scalar(dampening)) * d
+        buf = _f32(velocity) / F32(scaling) if scaling != 1 else _f32(velocity)
+        buf = buf * _f32(momentum)
+        buf += d if _scalar(dampening) == 0 else F32(1 - _scalar(dampening)) * d
     d = d + _f32(momentum) * buf if nesterov else buf
-    return (_like(w32 - _f32(lr) * d, w), _like(buf * scaling, velocity),
+    velocity_out = buf * F32(scaling) if scaling != 1 else buf
+    return (_like(_stepped(w32, lr, d), w), _like(velocity_out, velocity),
             _like(step + 1, step))
 
 

@@ -55,7 +55,7 @@ def all_reduce(x, reduction, kind, size, rank):
     group gets the result. A value without a replica axis is the same on every replica,
     so only sum changes it, and that needs the replica count: such values are given
     their replica axis by the caller."""
-    if x.ndim == rank or kind == "no_grouping":
+    if x.ndim == rank or kind == "no_grouping" or x.shape[0] == 1:  # one replica: itself
         return x
     replicas = x.shape[0]
     if kind == "all":
