@@ -10,6 +10,7 @@ axis, and returns outputs as `Options.outputMode` asks.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -39,6 +40,24 @@ def _shallow_copy(module: torch.nn.Module) -> torch.nn.Module:
     clone._modules = {name: None if child is None else _shallow_copy(child)
                       for name, child in module._modules.items()}
     return clone
+
+
+@functools.lru_cache(maxsize=4096)
+def _dotted(name: str) -> tuple[str, ...]:
+    return tuple(name.split("."))
+
+
+def _registered(model: torch.nn.Module, name: str, table: str) -> torch.Tensor | None:
+    """The parameter or buffer `name` of `model` straight from the modules' tables (what
+    get_parameter finds, without its checks: this runs for every weight every call), or
+    None."""
+    *path, leaf = _dotted(name)
+    owner = model
+    for part in path:
+        owner = owner.__dict__["_modules"].get(part)
+        if owner is None:
+            return None
+    return owner.__dict__[table].get(leaf)
 
 
 def _narrowed(model: torch.nn.Module) -> torch.nn.Module:
@@ -276,10 +295,15 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
 
     # ---- weights ------------------------------------------------------------------------
     def _host_tensor(self, arg: _frontend.Argument) -> torch.Tensor:
-        if arg.kind == "parameter":
-            return self._model.get_parameter(arg.name)
-        if arg.kind == "buffer":
-            return self._model.get_buffer(arg.name)
+        if arg.kind in ("parameter", "buffer"):
+            parameter = arg.kind == "parameter"
+            tensor = _registered(self._model, arg.name, "_parameters" if parameter
+                                 else "_buffers")
+            if tensor is not None:
+                return tensor
+            # torch's lookup, for its error when there is no such weight
+            return self._model.get_parameter(arg.name) if parameter \
+                else self._model.get_buffer(arg.name)
         return self._compiled.captured.constants[arg.name]
 
     def _weights(self) -> list[_frontend.Argument]:

@@ -99,8 +99,9 @@ def align(arrays: tuple[np.ndarray, ...], ranks: tuple[int, ...] | None,
     """Give every operand the result's declared rank, inserting size-1 dims *after* its
     leading (replica) axes, so that NumPy broadcasting lines up declared dimensions
     and never a replica axis with a declared one."""
-    if ranks is None:
-        return arrays
+    if ranks is None or all(a.ndim == r or r == out_rank
+                            for a, r in zip(arrays, ranks, strict=True)):
+        return arrays  # no leading axes to keep apart: NumPy's broadcasting lines them up
     return tuple(
         a.reshape(a.shape[: a.ndim - r] + (1,) * (out_rank - r) + a.shape[a.ndim - r:])
         if r < out_rank else a

@@ -60,7 +60,8 @@ def _concat_static(op):
 
 @kernel("ipu.concat", static=_concat_static)
 def concat(lhs, rhs, axis, rank):
-    lhs, rhs = align_leading((lhs, rank), (rhs, rank))
+    if lhs.shape[:lhs.ndim - rank] != rhs.shape[:rhs.ndim - rank]:
+        lhs, rhs = align_leading((lhs, rank), (rhs, rank))
     return np.concatenate([lhs, rhs], axis=axis)
 
 
