@@ -68,6 +68,7 @@ class _Codegen:
                 names[v] = f"v{len(names)}"
             return names[v]
 
+        self.position = {op.operation: index for index, op in enumerate(block.operations)}
         params = ", ".join(value_name(a) for a in block.arguments)
         self.lines.append(f"def {name}({params}):")
         for op in block.operations:
@@ -103,20 +104,37 @@ class _Codegen:
 
 
     def reusable_operand(self, op: ir.OpView) -> ir.Value | None:
-        """An operand whose array this op may overwrite with its result: made by a kernel
-        that returns fresh arrays, read by nothing else (so no view of it exists either),
-        and of the result's type. The kernel still checks shapes at run time (leading
-        replica axes are not in the types)."""
+        """An operand whose array this op may overwrite with its result: of the result's
+        type, owned (`owned`), and read by nothing after this op (its other readers are
+        earlier ops of fresh-array kernels, which keep no reference to it). The kernel
+        still checks shapes at run time: leading replica axes are not in the types."""
         result = op.results[0].type if len(op.results) == 1 else None
+        here = self.position.get(op.operation)
         for value in op.operands:
-            owner = value.owner
-            if isinstance(owner, ir.Block) or value.type != result:
+            if value.type != result or not self.owned(value):
                 continue
-            k = self.kernels.get(owner.name)
-            if k is not None and k.fresh and len(list(value.uses)) == 1 \
-                    and owner.parent == op.parent:
+            users = [use.owner.operation for use in value.uses]
+            others = [user for user in users if user != op.operation]
+            if len(others) == len(users) - 1 and all(
+                    self.position.get(user, here) < here and self.kernels.get(user.name)
+                    and self.kernels[user.name].fresh for user in others):
                 return value
         return None
+
+    def owned(self, value: ir.Value) -> bool:
+        """Only `value` refers to its array: a fresh-array kernel made it, or it is a view
+        (reshape, permute, slice) of an owned array that nothing else reads."""
+        while not isinstance(value.owner, ir.Block):
+            k = self.kernels.get(value.owner.name)
+            if k is None or not (k.fresh or k.view):
+                return False
+            if k.fresh:
+                return True
+            source = value.owner.operands[0]
+            if len(list(source.uses)) != 1:
+                return False
+            value = source
+        return False
 
 
 def compile_module(module: ir.Module, entry: str = "main") -> Program:

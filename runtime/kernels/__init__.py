@@ -26,7 +26,9 @@ class Kernel:
     `fresh`: the result is a new array that aliases no operand (nor a constant), so the
     program may reuse it once its last reader is done. `takes_out`: the kernel accepts
     `out=`, an operand's dead array of the result's type, and writes its result there
-    when the shapes and dtypes match at run time (the JIT's buffer reuse).
+    when the shapes and dtypes match at run time (the JIT's buffer reuse). `view`: the
+    result is the first operand's array seen differently (or a copy of it), so it owns
+    that array when nothing else reads the operand.
     """
 
     name: str
@@ -34,6 +36,7 @@ class Kernel:
     static: Callable[[ir.OpView], dict[str, Any]]
     fresh: bool = False
     takes_out: bool = False
+    view: bool = False
 
 
 KERNELS: dict[str, Kernel] = {}
@@ -109,14 +112,14 @@ def align(arrays: tuple[np.ndarray, ...], ranks: tuple[int, ...] | None,
 
 
 def kernel(*names: str, static: Callable[[ir.OpView], dict[str, Any]] = attributes,
-           fresh: bool = False, takes_out: bool = False):
+           fresh: bool = False, takes_out: bool = False, view: bool = False):
     """Register the decorated function as the kernel of the ipu ops `names`."""
 
     def register(fn):
         for name in names:
             if name in KERNELS:
                 raise ValueError(f"a kernel for {name} is registered twice")
-            KERNELS[name] = Kernel(name, fn, static, fresh, takes_out)
+            KERNELS[name] = Kernel(name, fn, static, fresh, takes_out, view)
         return fn
 
     return register

@@ -11,7 +11,7 @@ def _shape_static(op):
     return {"rank": op.input.type.rank, "shape": tuple(op.output.type.shape)}
 
 
-@kernel("ipu.reshape", static=_shape_static)
+@kernel("ipu.reshape", static=_shape_static, view=True)
 def reshape(x, rank, shape):
     return x.reshape(leading(x, rank) + shape)
 
@@ -27,7 +27,7 @@ def _permute_static(op):
     return {"dims": tuple(op.attributes["dims"])}
 
 
-@kernel("ipu.permute", static=_permute_static)
+@kernel("ipu.permute", static=_permute_static, view=True)
 def permute(x, dims):
     lead = x.ndim - len(dims)
     return np.transpose(x, tuple(range(lead)) + tuple(lead + d for d in dims))
@@ -38,7 +38,7 @@ def _slice_static(op):
         op.attributes["starts"], op.attributes["ends"], op.attributes["steps"], strict=True))}
 
 
-@kernel("ipu.slice", static=_slice_static)
+@kernel("ipu.slice", static=_slice_static, view=True)
 def slice_(x, index):
     return x[(Ellipsis, *index)]
 

@@ -97,6 +97,10 @@ def test_max_pool():
                                               ceil_mode=True, return_indices=True))),
         Fn(lambda x: int_indices(F.max_pool3d(x.unsqueeze(1), (1, 3, 2), padding=(0, 1, 1),
                                               return_indices=True))),
+        # windows inside the input take the argmax path: ties keep the first in tap order
+        Fn(lambda x: int_indices(F.max_pool2d(x.round(), 2, return_indices=True))),
+        Fn(lambda x: int_indices(F.max_pool2d(x.round(), (3, 2), stride=(1, 2),
+                                              dilation=(2, 1), return_indices=True))),
     ), torch.randn(2, 3, 7, 8))
 
 

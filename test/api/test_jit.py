@@ -1,5 +1,6 @@
 """The JIT's buffer reuse: an elementwise op writes into an operand's array when nothing
-else reads that array, never into an argument, a value read twice or a returned one; and
+reads that array later, never into an argument, a value read twice, one with a live view
+or a returned one; and
 the allocator tuning that lets a program's arrays reuse pages between calls."""
 
 import os
@@ -18,7 +19,7 @@ from poptorch.runtime.kernels import REUSE_BYTES
 
 T = "tensor<64x512xf32>"
 CHAIN = f"""
-func.func @main(%x: {T}, %b: tensor<512xf32>) -> ({T}, {T}) {{
+func.func @main(%x: {T}, %b: tensor<512xf32>) -> ({T}, {T}, tensor<32768xf32>) {{
   %0 = "ipu.exp"(%x) : ({T}) -> {T}
   %1 = "ipu.add"(%0, %b) : ({T}, tensor<512xf32>) -> {T}
   %2 = "ipu.relu"(%1) : ({T}) -> {T}
@@ -27,7 +28,12 @@ func.func @main(%x: {T}, %b: tensor<512xf32>) -> ({T}, {T}) {{
   %5 = "ipu.neg"(%3) : ({T}) -> {T}
   %6 = "ipu.sub"(%5, %x) : ({T}, {T}) -> {T}
   %7 = "ipu.exp"(%6) : ({T}) -> {T}
-  return %6, %7 : {T}, {T}
+  %8 = "ipu.exp"(%x) : ({T}) -> {T}
+  %9 = "ipu.neg"(%8) : ({T}) -> {T}
+  %10 = "ipu.add"(%8, %9) : ({T}, {T}) -> {T}
+  %11 = "ipu.reshape"(%10) : ({T}) -> tensor<32768xf32>
+  %12 = "ipu.exp"(%11) : (tensor<32768xf32>) -> tensor<32768xf32>
+  return %6, %7, %12 : {T}, {T}, tensor<32768xf32>
 }}
 """
 
@@ -49,6 +55,11 @@ def test_reuse_goes_only_to_arrays_nothing_else_reads(program):
         "v7 = ipu_neg(v5)",
         "v8 = ipu_sub(v7, v0, out=v7)",
         "v9 = ipu_exp(v8)",                                      # v8 is returned
+        "v10 = ipu_exp(v0)",
+        "v11 = ipu_neg(v10)",
+        "v12 = ipu_add(v10, v11, out=v10)",   # neg read v10 earlier and kept nothing
+        "v13 = ipu_reshape(v12, rank=2, shape=(32768,))",
+        "v14 = ipu_exp(v13, out=v13)",        # a view of an array nothing else reads
     ]
 
 
@@ -57,10 +68,11 @@ def test_reused_buffers_give_the_same_numbers(program):
     x = rng.standard_normal((64, 512), dtype=np.float32)
     b = rng.standard_normal(512, dtype=np.float32)
     before = x.copy()
-    six, seven = program.run(x, b)
+    six, seven, fourteen = program.run(x, b)
     squared = np.maximum(np.exp(x) + b, 0) ** 2
     np.testing.assert_array_equal(six, -squared - x)
     np.testing.assert_array_equal(seven, np.exp(-squared - x))
+    np.testing.assert_array_equal(fourteen, np.exp((np.exp(x) - np.exp(x)).reshape(-1)))
     np.testing.assert_array_equal(x, before)  # the argument is untouched
 
 
@@ -70,7 +82,7 @@ def test_leading_axes_that_do_not_fit_get_a_new_array(program):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((64, 512), dtype=np.float32)
     b = rng.standard_normal((3, 512), dtype=np.float32)  # 3 replicas' biases
-    six, _ = program.run(x, b)
+    six, _, _ = program.run(x, b)
     assert six.shape == (3, 64, 512)
     squared = np.maximum(np.exp(x) + b[:, None], 0) ** 2
     np.testing.assert_array_equal(six, -squared - x)
