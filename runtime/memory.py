@@ -249,14 +249,25 @@ class Peak:
     bytes: int = 0
     live: list[tuple[int, ir.Value, str]] = field(default_factory=list)  # bytes, value, from
     constants: list[tuple[int, ir.Value, str]] = field(default_factory=list)
+    scope: ir.Operation | None = None  # the function, for naming its values
+    _names: list[ir.AsmState] = field(default_factory=list)
 
     def name(self, value: ir.Value, origin: str) -> Callable[[], str]:
         """A value's name, printed on demand (printing is slow)."""
         if origin == "constant":
-            return lambda: f"constant {value.get_name()} in @{self.function}"
+            return lambda: f"constant {self._ssa(value)} in @{self.function}"
         if isinstance(value, ir.OpResult):
-            return lambda: f"{value.owner.name} {value.get_name()} in @{self.function}"
-        return lambda: f"{value.get_name()} of @{self.function} ({origin})"
+            return lambda: f"{value.owner.name} {self._ssa(value)} in @{self.function}"
+        return lambda: f"{self._ssa(value)} of @{self.function} ({origin})"
+
+    def _ssa(self, value: ir.Value) -> str:
+        """`%n`, numbered in the function: one AsmState for all names (`get_name()`
+        builds and verifies a new one for the whole module each time)."""
+        if self.scope is None:
+            return value.get_name()
+        if not self._names:
+            self._names.append(ir.AsmState(self.scope, use_local_scope=True))
+        return value.get_name(self._names[0])
 
     def tensors(self, cls: str, which: str) -> list[tuple[int, str, Callable[[], str]]]:
         """(bytes, class, name) of the live values ("live") or constants ("constants")."""
@@ -278,7 +289,7 @@ def liveness(func: ir.Operation, received: Mapping[int, str] | None = None,
         alias[arg] = {len(buffers)} if k in received else set()
         if k in received:
             buffers.append([0, 0, value_bytes(arg), arg, received[k]])
-    peak, dropped = Peak(name), set()
+    peak, dropped = Peak(name, scope=func.operation), set()
     for i, op in enumerate(_ops(func)):
         for value in op.operands:
             for b in alias.get(value, ()):
