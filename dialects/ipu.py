@@ -16,6 +16,7 @@ pipeline stage is a `func.func` tagged `ipu.stage = #ipu.stage<stage, ipu>` and 
 with `func.call`, rather than a region op with results.
 """
 
+import functools
 from collections.abc import Iterable, Sequence
 
 from torch_mlir import ir
@@ -99,20 +100,34 @@ def declared_shape_holds(op: ir.OpView) -> bool:
     Python checks are skipped so that IRDL reports the problem in its own words
     ("attribute "dst_ipu" is expected but not provided", "expected base type ...").
     """
+    operands, results, regions, attributes = _declared(type(op))
+    operation = op.operation
+    for constraints, values in ((operands, operation.operands), (results, operation.results)):
+        if len(constraints) != len(values):
+            return False
+        for constraint, value in zip(constraints, values, strict=True):
+            if constraint is not None and not isinstance(value.type, constraint):
+                return False
+    if len(operation.regions) != regions:
+        return False
+    present = operation.attributes
+    return all(name in present for name in attributes)
+
+
+@functools.cache
+def _declared(cls: type) -> tuple[tuple, tuple, int, tuple[str, ...]]:
+    """An op class's declared operand and result type classes (None: any), its region
+    count and attribute names, worked out once per class: the verifiers run for every
+    op after every pass."""
     from torch_mlir.dialects.ext import AttributeDef, OperandDef, RegionDef, ResultDef
 
-    fields = type(op)._fields
-    operation = op.operation
-    for kind, values in ((OperandDef, operation.operands), (ResultDef, operation.results)):
-        defs = [f for f in fields if isinstance(f, kind)]
-        if len(defs) != len(values):
-            return False
-        for field, value in zip(defs, values, strict=True):
-            if isinstance(field.constraint, type) and not isinstance(value.type, field.constraint):
-                return False
-    if len(operation.regions) != sum(isinstance(f, RegionDef) for f in fields):
-        return False
-    return all(f.name in operation.attributes for f in fields if isinstance(f, AttributeDef))
+    def constraints(kind):
+        return tuple(f.constraint if isinstance(f.constraint, type) else None
+                     for f in cls._fields if isinstance(f, kind))
+
+    return (constraints(OperandDef), constraints(ResultDef),
+            sum(isinstance(f, RegionDef) for f in cls._fields),
+            tuple(f.name for f in cls._fields if isinstance(f, AttributeDef)))
 
 
 def verified(check):
