@@ -68,4 +68,6 @@ def all_reduce(x, reduction, kind, size, rank):
     out = np.broadcast_to(reduced, grouped.shape)
     if kind == "orthogonal":
         out = out.swapaxes(0, 1)
-    return np.ascontiguousarray(out).reshape(x.shape)
+    # a read-only view where the layout allows one (every replica of one group reads the
+    # same array; the executor takes one replica's or group's value), else a copy
+    return out.reshape(x.shape)
