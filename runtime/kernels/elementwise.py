@@ -167,9 +167,17 @@ for _name, _fn in COMPARE.items():
     _register_compare(_name, _fn)
 
 
-@kernel("ipu.select", static=broadcast_ranks, fresh=True)
-def select(condition, lhs, rhs, ranks=None, out_rank=None):
-    return np.where(*align((condition, lhs, rhs), ranks, out_rank))
+@kernel("ipu.select", static=broadcast_ranks, fresh=True, takes_out=True)
+def select(condition, lhs, rhs, ranks=None, out_rank=None, out=None):
+    aligned = align((condition, lhs, rhs), ranks, out_rank)
+    if out is not None and lhs.dtype == rhs.dtype and reusable(out, lhs.dtype, *aligned):
+        if out is rhs:  # keep rhs where the condition is false
+            np.copyto(out, aligned[1], where=aligned[0])
+            return out
+        if out is lhs:  # (never the condition's array: it is read until the end)
+            np.copyto(out, aligned[2], where=np.logical_not(aligned[0]))
+            return out
+    return np.where(*aligned)
 
 
 def _cast_static(op):

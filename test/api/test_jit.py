@@ -105,3 +105,34 @@ def test_freed_memory_is_kept_unless_turned_off(setting, tuned):
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, check=True)
     assert done.stdout.strip() == repr([tuned and platform.libc_ver()[0] == "glibc"])
+
+
+F = "tensor<128x512xf32>"
+B = "tensor<128x512xi1>"
+SELECT = f"""
+func.func @main(%c: {B}, %x: {F}) -> ({F}, {F}, {B}) {{
+  %0 = "ipu.exp"(%x) : ({F}) -> {F}
+  %1 = "ipu.neg"(%x) : ({F}) -> {F}
+  %2 = "ipu.select"(%c, %x, %0) : ({B}, {F}, {F}) -> {F}
+  %3 = "ipu.select"(%c, %1, %x) : ({B}, {F}, {F}) -> {F}
+  %4 = "ipu.logical_not"(%c) : ({B}) -> {B}
+  %5 = "ipu.select"(%4, %c, %c) : ({B}, {B}, {B}) -> {B}
+  return %2, %3, %5 : {F}, {F}, {B}
+}}
+"""
+
+
+def test_select_writes_into_either_branch_never_the_condition():
+    with make_context(), ir.Location.unknown():
+        program = compile_module(ir.Module.parse(SELECT))
+    calls = [line.strip() for line in program.source.splitlines() if "ipu_select(" in line]
+    assert calls == ["v4 = ipu_select(v0, v1, v2, out=v2)", "v5 = ipu_select(v0, v3, v1, out=v3)",
+                     "v7 = ipu_select(v6, v0, v0, out=v6)"]
+    rng = np.random.default_rng(0)
+    c = rng.random((128, 512)) > 0.5
+    x = rng.standard_normal((128, 512), dtype=np.float32)
+    two, three, five = program.run(c, x)
+    np.testing.assert_array_equal(two, np.where(c, x, np.exp(x)))
+    np.testing.assert_array_equal(three, np.where(c, -x, x))
+    assert c.nbytes >= REUSE_BYTES  # the condition's array was offered to the kernel
+    np.testing.assert_array_equal(five, c)  # where(not c, c, c) is c, whatever is reused
