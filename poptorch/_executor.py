@@ -480,14 +480,16 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         """Inputs as (steps, replicas, micro-batch, ...) arrays, replicas that share an
         input group reading the same slice."""
         steps = self._steps()
-        groups = self._options.replication_factor // self._options.input_group_size
+        replicas = self._options.replication_factor
+        groups = replicas // self._options.input_group_size
         inputs = []
         for value in flat:
             array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
             if isinstance(array, np.ndarray):
                 array = array.reshape((steps, groups, -1) + array.shape[1:]) \
                     if array.ndim else array.reshape(1, 1)
-                array = array[:, self._replica_slices()]
+                if groups != replicas or not array.ndim > 1 or array.shape[1] != replicas:
+                    array = array[:, self._replica_slices()]  # (a copy: not when 1:1)
             inputs.append(array)
         return inputs
 
