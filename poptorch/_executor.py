@@ -250,13 +250,11 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
             installing = time.perf_counter()
             self._install(compiled, spec, [(tuple(t.shape), t.dtype) for t in micro
                                            if isinstance(t, torch.Tensor)], progress)
-            # memory estimate, weight upload, extra programs; then the simulated timeline
-            modelled = time.perf_counter() - installing
         finally:
             progress.close()
-        modelled_at = time.perf_counter()
         self._simulate()
-        compiled.timings["install"] = time.perf_counter() - modelled_at + modelled
+        # memory estimate, weight upload, extra programs and the simulated timeline
+        compiled.timings["install"] = time.perf_counter() - installing
         _logging.logger.info("compiled the %s model in %.2f s", self._name(),
                              time.perf_counter() - start)
         self._connect()
@@ -480,16 +478,16 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         """Inputs as (steps, replicas, micro-batch, ...) arrays, replicas that share an
         input group reading the same slice."""
         steps = self._steps()
-        replicas = self._options.replication_factor
-        groups = replicas // self._options.input_group_size
+        slices = self._replica_slices()
+        groups = self._options.replication_factor // self._options.input_group_size
         inputs = []
         for value in flat:
             array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
             if isinstance(array, np.ndarray):
                 array = array.reshape((steps, groups, -1) + array.shape[1:]) \
                     if array.ndim else array.reshape(1, 1)
-                if groups != replicas or not array.ndim > 1 or array.shape[1] != replicas:
-                    array = array[:, self._replica_slices()]  # (a copy: not when 1:1)
+                if array.shape[1] != len(slices) or self._options.input_group_size != 1:
+                    array = array[:, slices]  # a copy, so not when each replica has its own
             inputs.append(array)
         return inputs
 

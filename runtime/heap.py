@@ -18,6 +18,7 @@ environment variable POPTORCH_KEEP_FREED_MEMORY=0 turns it off.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 
@@ -31,18 +32,13 @@ _M_MMAP_THRESHOLD = -3
 _MMAP_THRESHOLD = 1 << 30
 _TRIM_THRESHOLD = (1 << 31) - 1
 
-_done: list[bool] = []
-
-
+@functools.cache
 def keep_freed_memory() -> bool:
     """Tune glibc's allocator once (see the module's docstring); True if it is tuned."""
-    if _done:
-        return _done[0]
-    tuned = False
-    if os.environ.get(VARIABLE, "1") != "0" and platform.libc_ver()[0] == "glibc":
-        mallopt = ctypes.CDLL(None).mallopt
-        tuned = bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and \
-            bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
-        logger.debug("glibc keeps freed memory for reuse: %s", tuned)
-    _done.append(tuned)
+    if os.environ.get(VARIABLE, "1") == "0" or platform.libc_ver()[0] != "glibc":
+        return False
+    mallopt = ctypes.CDLL(None).mallopt
+    tuned = bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)) and \
+        bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD))
+    logger.debug("glibc keeps freed memory for reuse: %s", tuned)
     return tuned

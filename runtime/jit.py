@@ -102,6 +102,10 @@ class _Codegen:
             return f"{results[0]}, = {call}"
         return f"{', '.join(results)} = {call}"
 
+    def fresh(self, name: str) -> bool:
+        """Whether the kernel of op `name` returns new arrays that alias no operand."""
+        k = self.kernels.get(name)
+        return k is not None and k.fresh
 
     def reusable_operand(self, op: ir.OpView) -> ir.Value | None:
         """An operand whose array this op may overwrite with its result: of the result's
@@ -109,15 +113,16 @@ class _Codegen:
         earlier ops of fresh-array kernels, which keep no reference to it). The kernel
         still checks shapes at run time: leading replica axes are not in the types."""
         result = op.results[0].type if len(op.results) == 1 else None
-        here = self.position.get(op.operation)
+        this = op.operation
+        here = self.position[this]
         for value in op.operands:
             if value.type != result or not self.owned(value):
                 continue
             users = [use.owner.operation for use in value.uses]
-            others = [user for user in users if user != op.operation]
-            if len(others) == len(users) - 1 and all(
-                    self.position.get(user, here) < here and self.kernels.get(user.name)
-                    and self.kernels[user.name].fresh for user in others):
+            # read once by this op; every other reader an earlier op of this block
+            if users.count(this) == 1 and all(
+                    user == this or (self.position.get(user, here) < here
+                                     and self.fresh(user.name)) for user in users):
                 return value
         return None
 
@@ -125,11 +130,11 @@ class _Codegen:
         """Only `value` refers to its array: a fresh-array kernel made it, or it is a view
         (reshape, permute, slice) of an owned array that nothing else reads."""
         while not isinstance(value.owner, ir.Block):
-            k = self.kernels.get(value.owner.name)
-            if k is None or not (k.fresh or k.view):
-                return False
-            if k.fresh:
+            if self.fresh(value.owner.name):
                 return True
+            k = self.kernels.get(value.owner.name)
+            if k is None or not k.view:
+                return False
             source = value.owner.operands[0]
             if len(list(source.uses)) != 1:
                 return False

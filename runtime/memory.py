@@ -250,7 +250,7 @@ class Peak:
     live: list[tuple[int, ir.Value, str]] = field(default_factory=list)  # bytes, value, from
     constants: list[tuple[int, ir.Value, str]] = field(default_factory=list)
     scope: ir.Operation | None = None  # the function, for naming its values
-    _names: list[ir.AsmState] = field(default_factory=list)
+    _names: ir.AsmState | None = None
 
     def name(self, value: ir.Value, origin: str) -> Callable[[], str]:
         """A value's name, printed on demand (printing is slow)."""
@@ -265,9 +265,9 @@ class Peak:
         builds and verifies a new one for the whole module each time)."""
         if self.scope is None:
             return value.get_name()
-        if not self._names:
-            self._names.append(ir.AsmState(self.scope, use_local_scope=True))
-        return value.get_name(self._names[0])
+        if self._names is None:
+            self._names = ir.AsmState(self.scope, use_local_scope=True)
+        return value.get_name(self._names)
 
     def tensors(self, cls: str, which: str) -> list[tuple[int, str, Callable[[], str]]]:
         """(bytes, class, name) of the live values ("live") or constants ("constants")."""

@@ -76,7 +76,7 @@ def _gelu(x):
     y += 1
     y *= x
     y *= 0.5
-    return y.astype(x.dtype, copy=False)
+    return y
 
 
 def _gelu_tanh(x):
