@@ -38,6 +38,8 @@ import numpy as np
 import torch
 from torch.utils import _pytree as pytree
 
+from poptorch.dialects import keep_irdl
+
 from . import _compiler, _executable
 from ._logging import logger
 from .errors import Error
@@ -294,7 +296,7 @@ def load(directory: str, key: str, training: bool) -> _compiler.Compiled | None:
         return None
     try:
         _, sections = _executable.read(path, ("cache entry",))
-        compiled = _executable.compiled_from_sections(sections, path, training)
+        compiled = _executable.compiled_from_sections(sections, path, training, directory)
     except Error as err:
         logger.warning("executable cache entry %s is unusable (%s); compiling the model "
                        "again", path, err.message)
@@ -311,4 +313,5 @@ def store(directory: str, key: str, compiled: _compiler.Compiled, training: bool
     except (OSError, TypeError, ValueError) as err:
         logger.warning("could not write the executable cache entry %s: %s", path, err)
         return
+    keep_irdl(directory)  # for the next process's loading context
     logger.debug("executable cache entry written: %s", path)

@@ -189,10 +189,11 @@ def compiled_sections(compiled: _compiler.Compiled) -> dict[str, bytes]:
             "constants": tensors_to_bytes(captured.constants)}
 
 
-def compiled_from_sections(sections: dict[str, bytes], path: str,
-                           training: bool) -> _compiler.Compiled:
+def compiled_from_sections(sections: dict[str, bytes], path: str, training: bool,
+                           irdl_directory: str | None = None) -> _compiler.Compiled:
     """Rebuild a compiled program: parse and verify the module, JIT it, restore the
-    metadata. Whatever is wrong is an Error naming `path`."""
+    metadata. Whatever is wrong is an Error naming `path`. `irdl_directory`: where the
+    dialect's IRDL text is kept between processes (`make_context`)."""
     for name in ("module", "program", "constants"):
         if name not in sections:
             raise _error(path, f"is corrupt: it has no {name} section")
@@ -216,7 +217,7 @@ def compiled_from_sections(sections: dict[str, bytes], path: str,
     except Exception as err:  # noqa: BLE001 - any malformed metadata is a corrupt file
         raise _error(path, f"is corrupt: its program metadata is malformed ({err!r})") \
             from None
-    context = _loading_context()
+    context = _loading_context(irdl_directory)
     try:
         with context, ir.Location.unknown():
             module = ir.Module.parse(text)
@@ -238,11 +239,11 @@ def compiled_from_sections(sections: dict[str, bytes], path: str,
 _CONTEXT: list[ir.Context] = []
 
 
-def _loading_context() -> ir.Context:
+def _loading_context(irdl_directory: str | None) -> ir.Context:
     """One context for every loaded module: loading the dialects into a new context costs
     as much as parsing and compiling a whole module."""
     if not _CONTEXT:
-        _CONTEXT.append(make_context())
+        _CONTEXT.append(make_context(irdl_directory))
     return _CONTEXT[0]
 
 

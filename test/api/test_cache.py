@@ -12,6 +12,7 @@ import torch
 
 import poptorch
 from poptorch import _executable, _frontend
+from poptorch.dialects import make_context
 
 SCALE = 2.0
 
@@ -35,7 +36,7 @@ def _opts(cache, **kw):
 
 
 def _entries(cache):
-    return sorted(p for p in os.listdir(cache) if not p.startswith("."))
+    return sorted(p for p in os.listdir(cache) if p.endswith(".popexe"))
 
 
 def test_second_compile_hits_and_skips_capture(tmp_path, monkeypatch, capsys):
@@ -229,6 +230,75 @@ def test_two_processes_compiling_into_one_cache(tmp_path):
     assert [w.returncode for w in workers] == [0, 0], results
     sums = [float(out.strip().splitlines()[-1]) for out, _ in results]
     assert sums[0] == sums[1]
-    entries = os.listdir(cache)
-    assert len(entries) == 1, entries  # no temporary file left behind
-    _executable.read(str(cache / entries[0]), ("cache entry",))
+    entries = sorted(os.listdir(cache), key=lambda name: name.endswith(".popexe"))
+    assert len(entries) == 2, entries  # no temporary file left behind
+    assert entries[0].startswith("ipu-dialect-") and entries[0].endswith(".irdl.mlir")
+    _executable.read(str(cache / entries[1]), ("cache entry",))
+
+
+_LOADER = textwrap.dedent("""
+    import sys, torch, poptorch
+    from torch_mlir.dialects.ext import Dialect
+    sys.path.insert(0, sys.argv[2])
+    from test_cache import Net
+    emitted = []
+    emit = Dialect._emit_module.__func__
+    Dialect._emit_module = classmethod(lambda cls: emitted.append(cls) or emit(cls))
+    torch.manual_seed(0)
+    opts = poptorch.Options().showCompilationProgressBar(False)
+    opts.enableExecutableCaching(sys.argv[1])
+    out = poptorch.inferenceModel(Net(), opts)(torch.ones(4, 8))
+    print(len(emitted), float((out ** 2).sum()))
+""")
+
+
+def test_a_new_process_loads_the_dialect_from_the_cache_directory(tmp_path):
+    """The cache directory keeps the ipu dialect's IRDL text: a new process that hits
+    parses it instead of emitting the dialect from its op classes; a damaged file is
+    ignored, then replaced."""
+    torch.manual_seed(0)
+    poptorch.inferenceModel(Net(), _opts(tmp_path)).compile(torch.ones(4, 8))
+    (irdl,) = [tmp_path / p for p in os.listdir(tmp_path) if p.endswith(".irdl.mlir")]
+    kept = irdl.read_text()
+    assert kept.startswith("// sha256 ") and "irdl.dialect @ipu" in kept
+
+    def load():
+        done = subprocess.run([sys.executable, "-c", _LOADER, str(tmp_path),
+                               os.path.dirname(__file__)], capture_output=True, text=True,
+                              timeout=240)
+        assert done.returncode == 0, done.stderr
+        emitted, total = done.stdout.split()[-2:]
+        return int(emitted), float(total)
+
+    torch.manual_seed(0)
+    with torch.no_grad():
+        expected = float((Net()(torch.ones(4, 8)) ** 2).sum())
+    emitted, total = load()
+    assert (emitted, total) == (0, pytest.approx(expected, rel=1e-5))
+    irdl.write_text(kept.replace("irdl.operation", "irdl.operation_", 1))
+    emitted, total = load()
+    assert (emitted, total) == (1, pytest.approx(expected, rel=1e-5))
+    assert irdl.read_text() == kept
+
+
+def test_later_contexts_parse_the_dialect_this_process_emitted(monkeypatch):
+    """Only a process's first context emits the ipu dialect from its op classes; later
+    ones parse that IRDL text, and its ops verify as the emitted dialect's do."""
+    from torch_mlir import ir
+    from torch_mlir.dialects.ext import Dialect
+
+    make_context()
+    emitted = []
+    emit = Dialect._emit_module.__func__
+    monkeypatch.setattr(Dialect, "_emit_module",
+                        classmethod(lambda cls: emitted.append(cls) or emit(cls)))
+    with make_context():
+        module = ir.Module.parse(
+            '%0 = "ipu.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>'.join(
+                ["func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n", "\n"
+                 "return %0 : tensor<4xf32>\n}"]))
+        assert module.operation.verify()
+        with pytest.raises(ir.MLIRError, match="differs from operand type"):
+            ir.Module.parse('func.func @f(%x: tensor<4xf32>) {\n%0 = "ipu.relu"(%x) : '
+                            '(tensor<4xf32>) -> tensor<2x2xf32>\nreturn\n}')
+    assert emitted == []
