@@ -3,7 +3,8 @@
 torch's decompositions write `linear` as `mm(x, w.T) * 1 + b * 1`; this pass removes
 multiplications by a splat 1, additions of a splat 0, reshapes, permutes and
 broadcasts that do not change anything (when the result has the operand's type), and
-merges chains of reshapes (batch norm's decomposition unsqueezes one dim at a time).
+merges chains of reshapes (batch norm's decomposition unsqueezes one dim at a time) and
+of permutes (a weight gradient is transposed twice on its way out of `mm`'s backward).
 """
 
 from __future__ import annotations
@@ -58,10 +59,7 @@ def right_identity(neutral: float):
 
 
 def same_type(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-    """Pattern: a layout op whose result has its operand's type (identity permutes too)."""
-    if op.operation.name == "ipu.permute" and list(op.attributes["dims"]) != sorted(
-            op.attributes["dims"]):
-        return True
+    """Pattern: a layout op whose result has its operand's type."""
     return _forward(op, rewriter, op.operands[0])
 
 
@@ -82,10 +80,35 @@ def reshape_chain(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     return False
 
 
+def permute_chain(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Pattern: permute(permute(x)) is one permute of x (or x itself); an identity
+    permute is its operand."""
+    from poptorch.dialects.data_movement import PermuteOp
+
+    dims = list(op.attributes["dims"])
+    if dims == sorted(dims):
+        return _forward(op, rewriter, op.operands[0])
+    inner = op.operands[0].owner
+    if not (isinstance(inner, ir.OpView) and inner.operation.name == "ipu.permute"):
+        return True
+    first = list(inner.attributes["dims"])
+    composed = [first[d] for d in dims]  # result dim i is x's dim first[dims[i]]
+    source = inner.operands[0]
+    if composed == sorted(composed) and source.type == op.results[0].type:
+        rewriter.replace_op(op, [source])
+        return False
+    with rewriter.ip, op.location:
+        merged = PermuteOp(source, ir.DenseI64ArrayAttr.get(composed),
+                           op.results[0].type).result
+    rewriter.replace_op(op, [merged])
+    return False
+
+
 @register
 class Simplify(Pass):
     argument = "ipu-simplify"
-    description = "Remove multiplications by 1, additions of 0, no-op layout ops and reshape chains"
+    description = ("Remove multiplications by 1, additions of 0, no-op layout ops and "
+                   "reshape and permute chains")
 
     def run(self, module: ir.Operation) -> None:
         patterns = rewrite.RewritePatternSet()
@@ -94,6 +117,7 @@ class Simplify(Pass):
         patterns.add("ipu.sub", right_identity(0.0))
         patterns.add("ipu.div", right_identity(1.0))
         patterns.add("ipu.reshape", reshape_chain)
-        for name in ("ipu.permute", "ipu.broadcast", "ipu.cast"):
+        patterns.add("ipu.permute", permute_chain)
+        for name in ("ipu.broadcast", "ipu.cast"):
             patterns.add(name, same_type)
         rewrite.apply_patterns_and_fold_greedily(module, patterns.freeze())

@@ -52,3 +52,23 @@ func.func @reshape_chains(%x: tensor<16xf32>) -> (tensor<16x1x1xf32>, tensor<16x
   %2 = "ipu.reshape"(%1) : (tensor<16x1x1xf32>) -> tensor<16xf32>
   return %1, %2 : tensor<16x1x1xf32>, tensor<16xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @permute_chains
+// CHECK-NEXT:    %[[P:.*]] = "ipu.permute"(%arg0) {dims = array<i64: 2, 0, 1>} : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+// CHECK-NEXT:    %[[Q:.*]] = "ipu.permute"(%arg0) {dims = array<i64: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+// CHECK-NEXT:    return %arg0, %[[P]], %[[Q]], %[[Q]]
+func.func @permute_chains(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4x2x3xf32>,
+                                                    tensor<3x2x4xf32>, tensor<3x2x4xf32>) {
+  // a transpose transposed back is the operand
+  %0 = "ipu.permute"(%x) {dims = array<i64: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+  %1 = "ipu.permute"(%0) {dims = array<i64: 1, 0, 2>} : (tensor<3x2x4xf32>) -> tensor<2x3x4xf32>
+  // two rotations are one: result dim i is %x's dim first[second[i]]
+  %2 = "ipu.permute"(%x) {dims = array<i64: 1, 2, 0>} : (tensor<2x3x4xf32>) -> tensor<3x4x2xf32>
+  %3 = "ipu.permute"(%2) {dims = array<i64: 1, 2, 0>} : (tensor<3x4x2xf32>) -> tensor<4x2x3xf32>
+  // a permute read twice stays, and a chain over it becomes one permute of %x
+  %4 = "ipu.permute"(%x) {dims = array<i64: 1, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<3x2x4xf32>
+  %5 = "ipu.permute"(%4) {dims = array<i64: 0, 1, 2>} : (tensor<3x2x4xf32>) -> tensor<3x2x4xf32>
+  return %1, %3, %4, %5 : tensor<2x3x4xf32>, tensor<4x2x3xf32>, tensor<3x2x4xf32>, tensor<3x2x4xf32>
+}
