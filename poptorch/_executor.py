@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch.utils import _pytree as pytree
 
+from poptorch.runtime.jit import Program
 from poptorch.runtime.random import device_random
 
 from . import _cache, _compiler, _frontend, _logging, _strategies
@@ -506,7 +507,7 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         # IEEE results as the device gives them (inf, nan), without NumPy's warnings;
         # floating-point exceptions are an option of their own (Precision).
         with device_random(self._random, replicas), np.errstate(all="ignore"):
-            results = compiled.program.run(*args)
+            results = self._main_program().run(*args)
         n_mut = len(captured.mutated_buffers)
         for name, value in zip(captured.mutated_buffers, results[:n_mut], strict=True):
             if name in self._frozen:
@@ -517,8 +518,17 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
             self._device[name] = value
             self._buffers_dirty = True
         ranks = compiled.program.result_ranks[n_mut:]
-        return [self._per_replica(np.asarray(r), rank, replicas)
-                for r, rank in zip(results[n_mut:], ranks, strict=True)]
+        whole = self._whole()
+        return [r if i in whole else self._per_replica(np.asarray(r), rank, replicas)
+                for i, (r, rank) in enumerate(zip(results[n_mut:], ranks, strict=True))]
+
+    def _main_program(self) -> Program:
+        """The program `_step` runs (training's may sum gradients over replicas)."""
+        return self._compiled.program
+
+    def _whole(self) -> frozenset[int]:
+        """Indices of `_step`'s results that come without a replica axis."""
+        return frozenset()
 
     def _run(self, flat: list[Any]):
         inputs = self._inputs(flat)

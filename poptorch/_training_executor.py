@@ -25,7 +25,7 @@ from torch_mlir.dialects import func
 from poptorch.dialects import make_context, replica_group
 from poptorch.dialects.structure import AllReduceOp
 from poptorch.passes.stages import symbol_table
-from poptorch.runtime.jit import compile_module
+from poptorch.runtime.jit import Program, compile_module
 
 from . import _device_model, _training
 from ._executor import PoplarExecutor
@@ -118,7 +118,9 @@ class TrainingExecutor(PoplarExecutor):
                 symbol_table(module.operation)["optimizer_step"],
                 [name for name, _, _ in params],
                 self._machine)
-            self._emit_reduce(module, [(name, t) for name, _, t in params])
+            self._summed = self._summed_gradients()
+            self._emit_reduce(module, [(name, t) for name, _, t in params
+                                       if name not in self._summed])
             self._optimizer_step = compile_module(module, "optimizer_step")
             self._reduce = compile_module(module, "reduce_gradients")
             self._optimizer_text = str(module)
@@ -129,6 +131,34 @@ class TrainingExecutor(PoplarExecutor):
         self._link_optimizer(self._optimizer)
         self._auto_scale = self._spec.loss_scaling(self._optimizer)  # automatic loss scaling
         self._good_steps = 0
+
+    def _summed_gradients(self) -> dict[str, int]:
+        """Gradients the step's program returns already reduced over replicas, by name,
+        with their result index: with several replicas, each weight that is not
+        replica-grouped. The JIT sums them where they are made (a weight gradient's matmul
+        and its all-reduce become one gemm over every replica's rows), so they skip
+        `@reduce_gradients`; the simulated all-reduce is unchanged (`_step_end`)."""
+        replicas = self._options.replication_factor
+        captured = self._compiled.captured
+        if replicas == 1:
+            return {}
+        first = len(captured.results) - len(captured.trainable)
+        summed = {name: first + index for index, name in enumerate(captured.trainable)
+                  if name not in self._groupings}
+        if summed:
+            reduction = "mean" if self._mean() else "sum"
+            with self._compiled.context:
+                self._summing = compile_module(
+                    self._compiled.module, "main", dict.fromkeys(summed.values(), reduction),
+                    replicas)
+        return summed
+
+    def _main_program(self) -> Program:
+        return self.__dict__.get("_summing") or self._compiled.program
+
+    def _whole(self) -> frozenset[int]:
+        n_mut = len(self._compiled.captured.mutated_buffers)
+        return frozenset(index - n_mut for index in self.__dict__.get("_summed", {}).values())
 
     def _param_groups(self) -> dict[int, int]:
         """id(parameter) -> index of its param group in the optimizer."""
@@ -231,7 +261,7 @@ class TrainingExecutor(PoplarExecutor):
         if _TRAINERS.get(self._user_model) is not None and _TRAINERS[self._user_model]() is self:
             del _TRAINERS[self._user_model]
         for name in ("_optimizer_step", "_reduce", "_optimizer_text", "_state", "_hyper",
-                     "_spec", "_update_cycles"):
+                     "_spec", "_update_cycles", "_summed", "_summing"):
             self.__dict__.pop(name, None)
         super()._release()
 
@@ -311,10 +341,12 @@ class TrainingExecutor(PoplarExecutor):
         """Reduce gradients over replicas and run the optimizer step. A replica-grouped
         weight steps as (groups, ...): each group's slice, gradient and state on its own."""
         names = self._compiled.captured.trainable
+        rest = [i for i, name in enumerate(names) if name not in self._summed]
+        reduced = list(grads)  # summed by the step's program (`_summed_gradients`)
         with np.errstate(all="ignore"):
-            reduced = [self._per_group(name, np.asarray(g)) if name in self._groupings
-                       else np.array(np.asarray(g)[0])
-                       for name, g in zip(names, self._reduce.run(*grads), strict=True)]
+            for i, g in zip(rest, self._reduce.run(*(grads[i] for i in rest)), strict=True):
+                reduced[i] = (self._per_group(names[i], np.asarray(g))
+                              if names[i] in self._groupings else np.array(np.asarray(g)[0]))
         if self._options.Training.automatic_loss_scaling and not self._rescale(reduced):
             return  # overflow: the step is skipped and the loss scale halved
         layout = self._spec.state_layout()

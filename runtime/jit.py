@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import linecache
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,11 +39,14 @@ def _identifier(name: str) -> str:
 
 
 class _Codegen:
-    def __init__(self) -> None:
+    def __init__(self, entry: str, summed: Mapping[int, str], replicas: int) -> None:
         self.kernels = load_all()
         self.constants: list[Any] = []
         self.used: dict[str, str] = {}  # op name -> Python name of its kernel
         self.lines: list[str] = []
+        self.entry, self.summed, self.replicas = entry, summed, replicas
+        self.fused: dict[ir.Operation, str] = {}  # matmul -> reduction of its replica sum
+        self.wrapped: dict[int, str] = {}  # this function's results to sum on return
 
     def literal(self, value: Any) -> str:
         if value is None or isinstance(value, bool | int | float | str | slice):
@@ -69,16 +72,91 @@ class _Codegen:
             return names[v]
 
         self.position = {op.operation: index for index, op in enumerate(block.operations)}
+        self.links = self.chain_links(block)
+        for link in self.links:  # a link's operands are read where its chain ends
+            end = link
+            while end in self.links:
+                end = self.links[end]
+            self.position[link] = self.position[end]
+        self.wrapped = self.fuse_sums(block) if name == _identifier(self.entry) else {}
         params = ", ".join(value_name(a) for a in block.arguments)
         self.lines.append(f"def {name}({params}):")
         for op in block.operations:
-            self.lines.append("    " + self.statement(op, value_name))
+            if op.operation not in self.links:
+                self.lines.append("    " + self.statement(op, value_name))
         self.lines.append("")
+
+    def fuse_sums(self, block: ir.Block) -> dict[int, str]:
+        """The entry's summed results: one made only of matmuls that nothing else reads
+        (`summands`) is summed by those matmuls (`matmul_replica_sum`, put in `fused`);
+        the others on return, which are returned here."""
+        returned = list(block.operations)[-1]
+        wrapped = {}
+        for index, reduction in self.summed.items():
+            matmuls = self.summands(returned.operands[index])
+            if matmuls:
+                self.fused.update(dict.fromkeys(matmuls, reduction))
+            else:
+                wrapped[index] = reduction
+        return wrapped
+
+    def summands(self, value: ir.Value) -> list[ir.Operation] | None:
+        """The matmuls `value` is made of, when it is read once and is a matmul, a view
+        of one (reshape, permute, slice) or a sum or difference of such values: the sum
+        over replicas commutes with all of them (a recurrent weight's gradient adds one
+        product per step). None otherwise."""
+        owner = value.owner
+        if isinstance(owner, ir.Block) or len(list(value.uses)) != 1:
+            return None
+        if owner.name == "ipu.matmul":
+            return [owner.operation]
+        k = self.kernels.get(owner.name)
+        if k is not None and k.view:
+            return self.summands(owner.operands[0])
+        if owner.name in ("ipu.add", "ipu.sub") and \
+                owner.operands[0].type == owner.operands[1].type == value.type:
+            lhs, rhs = (self.summands(v) for v in owner.operands)
+            return lhs + rhs if lhs and rhs else None
+        return None
+
+    def chain_links(self, block: ir.Block) -> dict[ir.Operation, ir.Operation]:
+        """Ops of `chains` kernels that are links of a longer chain, each mapped to the op
+        that reads it: its one reader, of the same op and static arguments."""
+        links = {}
+        for op in block.operations:
+            k = self.kernels.get(op.operation.name)
+            if k is None or not k.chains or len(op.results) != 1:
+                continue
+            uses = list(op.results[0].uses)
+            if len(uses) != 1:
+                continue
+            reader = uses[0].owner
+            if reader.name == op.operation.name and reader.operation.block == block \
+                    and k.static(reader) == k.static(op):
+                links[op.operation] = reader.operation
+        return links
+
+    def operands(self, op: ir.OpView) -> list[ir.Value]:
+        """The op's operands, with those made by a link of its chain replaced by the
+        link's own operands."""
+        values = []
+        for value in op.operands:
+            owner = value.owner
+            if not isinstance(owner, ir.Block) and owner.operation in self.links:
+                values += self.operands(owner)
+            else:
+                values.append(value)
+        return values
 
     def statement(self, op: ir.OpView, value_name) -> str:
         name = op.operation.name
-        args = [value_name(v) for v in op.operands]
+        args = [value_name(v) for v in self.operands(op)]
         if name == "func.return":
+            for index, reduction in self.wrapped.items():
+                kernel = self.used.setdefault("replica_sum", "replica_sum")
+                args[index] = (f"{kernel}({args[index]}, reduction={reduction!r}, "
+                               f"rank={op.operands[index].type.rank}, "
+                               f"replicas={self.replicas})")
             return f"return ({', '.join(args)}{',' if len(args) == 1 else ''})"
         if name == "func.call":
             callee = _identifier(op.attributes["callee"].value)
@@ -89,6 +167,11 @@ class _Codegen:
                 raise Error(f"no kernel implements '{name}'", type="runtime",
                             location=str(op.location))
             static = k.static(op)
+            if op.operation in self.fused:
+                name = "matmul_replica_sum"
+                static = {"reduction": self.fused[op.operation],
+                          "rank": op.results[0].type.rank, "replicas": self.replicas,
+                          **static}
             pyname = self.used.setdefault(name, _identifier(name))
             kwargs = [f"{key}={self.literal(v)}" for key, v in static.items()]
             dead = self.reusable_operand(op) if k.takes_out else None
@@ -142,10 +225,16 @@ class _Codegen:
         return False
 
 
-def compile_module(module: ir.Module, entry: str = "main") -> Program:
-    """Generate, compile and load the Python program of `module`."""
+def compile_module(module: ir.Module, entry: str = "main",
+                   summed: Mapping[int, str] | None = None, replicas: int = 1) -> Program:
+    """Generate, compile and load the Python program of `module`.
+
+    `summed`: results of `entry` (by index) to return reduced over all `replicas` by
+    "sum" or "mean", once, without their replica axis, as a training step's gradients
+    are before the optimizer step (`ipu.all_reduce` over all replicas, then one
+    replica's value)."""
     keep_freed_memory()
-    gen = _Codegen()
+    gen = _Codegen(entry, summed or {}, replicas)
     for op in module.body.operations:
         if op.operation.name == "func.func" and op.regions[0].blocks:
             gen.function(op)

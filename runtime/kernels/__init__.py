@@ -28,7 +28,10 @@ class Kernel:
     `out=`, an operand's dead array of the result's type, and writes its result there
     when the shapes and dtypes match at run time (the JIT's buffer reuse). `view`: the
     result is the first operand's array seen differently (or a copy of it), so it owns
-    that array when nothing else reads the operand.
+    that array when nothing else reads the operand. `chains`: a chain of these ops with
+    the same static arguments, each link read only by the next, is one call of the
+    kernel on all the links' operands in order (`ipu.concat` is binary in the IR, so
+    torch.cat of n tensors would copy the growing result n - 1 times).
     """
 
     name: str
@@ -37,6 +40,7 @@ class Kernel:
     fresh: bool = False
     takes_out: bool = False
     view: bool = False
+    chains: bool = False
 
 
 KERNELS: dict[str, Kernel] = {}
@@ -112,14 +116,15 @@ def align(arrays: tuple[np.ndarray, ...], ranks: tuple[int, ...] | None,
 
 
 def kernel(*names: str, static: Callable[[ir.OpView], dict[str, Any]] = attributes,
-           fresh: bool = False, takes_out: bool = False, view: bool = False):
+           fresh: bool = False, takes_out: bool = False, view: bool = False,
+           chains: bool = False):
     """Register the decorated function as the kernel of the ipu ops `names`."""
 
     def register(fn):
         for name in names:
             if name in KERNELS:
                 raise ValueError(f"a kernel for {name} is registered twice")
-            KERNELS[name] = Kernel(name, fn, static, fresh, takes_out, view)
+            KERNELS[name] = Kernel(name, fn, static, fresh, takes_out, view, chains)
         return fn
 
     return register

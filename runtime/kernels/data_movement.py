@@ -60,10 +60,10 @@ def _concat_static(op):
     return {"axis": op.attributes["dim"].value - rank, "rank": rank}
 
 
-@kernel("ipu.concat", static=_concat_static)
-def concat(lhs, rhs, axis, rank):
-    lhs, rhs = align_leading((lhs, rank), (rhs, rank))
-    return np.concatenate([lhs, rhs], axis=axis)
+@kernel("ipu.concat", static=_concat_static, fresh=True, chains=True)
+def concat(*parts, axis, rank):
+    """The operands of one concat, or of a chain of them (the JIT's `chains`), joined."""
+    return np.concatenate(align_leading(*((part, rank) for part in parts)), axis=axis)
 
 
 @kernel("tensor.cast")

@@ -71,3 +71,15 @@ def all_reduce(x, reduction, kind, size, rank):
     # a read-only view where the layout allows one (every replica of one group reads the
     # same array; the executor takes one replica's or group's value), else a copy
     return out.reshape(x.shape)
+
+
+@kernel("replica_sum")
+def replica_sum(x, reduction, rank, replicas):
+    """`all_reduce` over all replicas, returned once (without the replica axis) rather
+    than to every replica: the JIT's reduction of a returned gradient (`compile_module`'s
+    `summed`). A value without a replica axis is the same on every replica."""
+    if x.ndim == rank:  # a new array either way: the caller may scale it in place
+        return x * x.dtype.type(replicas) if reduction == "sum" else x.copy()
+    if x.shape[0] != replicas:
+        raise ValueError(f"a result has {x.shape[0]} replicas where {replicas} were compiled")
+    return _REDUCE[reduction](x, axis=0).astype(x.dtype, copy=False)

@@ -137,3 +137,146 @@ def test_select_writes_into_either_branch_never_the_condition():
     np.testing.assert_array_equal(three, np.where(c, -x, x))
     assert c.nbytes >= REUSE_BYTES  # the condition's array was offered to the kernel
     np.testing.assert_array_equal(five, c)  # where(not c, c, c) is c, whatever is reused
+
+
+def _concat(n: int, rows: int = 2) -> str:
+    return f"tensor<{n * rows}x3xf32>"
+
+
+CONCATS = f"""
+func.func @main(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %c: tensor<2x3xf32>,
+                %d: tensor<2x3xf32>, %w: {_concat(2)}) -> ({_concat(4)}, {_concat(2)},
+                                                       tensor<4x6xf32>, tensor<2x3xf32>) {{
+  %e = "ipu.exp"(%a) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %0 = "ipu.concat"(%e, %b) {{dim = 0 : i64}} : (tensor<2x3xf32>, tensor<2x3xf32>) -> {_concat(2)}
+  %n = "ipu.neg"(%e) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %1 = "ipu.concat"(%c, %0) {{dim = 0 : i64}} : (tensor<2x3xf32>, {_concat(2)}) -> {_concat(3)}
+  %2 = "ipu.concat"(%1, %n) {{dim = 0 : i64}} : ({_concat(3)}, tensor<2x3xf32>) -> {_concat(4)}
+  %3 = "ipu.concat"(%c, %d) {{dim = 0 : i64}} : (tensor<2x3xf32>, tensor<2x3xf32>) -> {_concat(2)}
+  %4 = "ipu.concat"(%3, %3) {{dim = 0 : i64}} : ({_concat(2)}, {_concat(2)}) -> {_concat(4)}
+  %5 = "ipu.concat"(%d, %c) {{dim = 0 : i64}} : (tensor<2x3xf32>, tensor<2x3xf32>) -> {_concat(2)}
+  %6 = "ipu.concat"(%5, %w) {{dim = 1 : i64}} : ({_concat(2)}, {_concat(2)}) -> tensor<4x6xf32>
+  %7 = "ipu.add"(%n, %n) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %2, %3, %6, %7 : {_concat(4)}, {_concat(2)}, tensor<4x6xf32>, tensor<2x3xf32>
+}}
+"""
+
+
+def test_a_chain_of_concats_is_one_call():
+    """torch.cat of n tensors is n - 1 binary concats in the IR; the JIT joins a chain of
+    them, each link read only by the next along the same dim, in one call (one copy). A
+    concat read twice, or by a concat along another dim, stays; a link's operands are
+    read where the chain ends, so no op in between overwrites them (%e below)."""
+    with make_context(), ir.Location.unknown():
+        program = compile_module(ir.Module.parse(CONCATS))
+    body = [line.strip() for line in program.source.splitlines() if " = ipu_" in line]
+    assert body == [
+        "v5 = ipu_exp(v0)",
+        "v6 = ipu_neg(v5)",                   # not into %e's array: the chain reads it
+        "v7 = ipu_concat(v2, v5, v1, v6, axis=-2, rank=2)",
+        "v8 = ipu_concat(v2, v3, axis=-2, rank=2)",       # returned, and read twice
+        "v9 = ipu_concat(v8, v8, axis=-2, rank=2)",
+        "v10 = ipu_concat(v3, v2, axis=-2, rank=2)",      # read along another dim
+        "v11 = ipu_concat(v10, v4, axis=-1, rank=2)",
+        "v12 = ipu_add(v6, v6)",
+    ]
+    rng = np.random.default_rng(0)
+    a, b, c, d = rng.standard_normal((4, 2, 3), dtype=np.float32)
+    w = rng.standard_normal((4, 3), dtype=np.float32)
+    joined, pair, wide, total = program.run(a, b, c, d, w)
+    np.testing.assert_array_equal(joined, np.concatenate([c, np.exp(a), b, -np.exp(a)]))
+    np.testing.assert_array_equal(pair, np.concatenate([c, d]))
+    np.testing.assert_array_equal(wide, np.concatenate([np.concatenate([d, c]), w], axis=1))
+    np.testing.assert_array_equal(total, -2 * np.exp(a))
+
+
+W = "tensor<4x3xf32>"
+GRADIENTS = f"""
+func.func @main(%x: tensor<5x4xf32>, %g: tensor<5x3xf32>, %h: tensor<5x3xf32>,
+                %b: tensor<3xf32>) -> ({W}, {W}, tensor<3x4xf32>, tensor<3xf32>, {W}, {W}) {{
+  %xt = "ipu.permute"(%x) {{dims = array<i64: 1, 0>}} : (tensor<5x4xf32>) -> tensor<4x5xf32>
+  %0 = "ipu.matmul"(%xt, %g) : (tensor<4x5xf32>, tensor<5x3xf32>) -> {W}
+  %1 = "ipu.matmul"(%xt, %h) : (tensor<4x5xf32>, tensor<5x3xf32>) -> {W}
+  %2 = "ipu.matmul"(%xt, %g) : (tensor<4x5xf32>, tensor<5x3xf32>) -> {W}
+  %3 = "ipu.add"(%1, %2) : ({W}, {W}) -> {W}
+  %4 = "ipu.permute"(%0) {{dims = array<i64: 1, 0>}} : ({W}) -> tensor<3x4xf32>
+  %5 = "ipu.reduce"(%g) {{kind = "sum", dims = array<i64: 0>, keepdim = false}}
+       : (tensor<5x3xf32>) -> tensor<3xf32>
+  %6 = "ipu.matmul"(%xt, %h) : (tensor<4x5xf32>, tensor<5x3xf32>) -> {W}
+  %7 = "ipu.mul"(%6, %6) : ({W}, {W}) -> {W}
+  %8 = "ipu.matmul"(%xt, %h) : (tensor<4x5xf32>, tensor<5x3xf32>) -> {W}
+  %9 = "ipu.sub"(%8, %8) : ({W}, {W}) -> {W}
+  return %3, %6, %4, %5, %7, %9 : {W}, {W}, tensor<3x4xf32>, tensor<3xf32>, {W}, {W}
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def summing():
+    with make_context(), ir.Location.unknown():
+        yield compile_module(ir.Module.parse(GRADIENTS), "main",
+                             dict.fromkeys([0, 2, 3, 4, 5], "mean") | {1: "sum"}, 3)
+
+
+def test_summed_results_are_summed_where_their_matmuls_are(summing):
+    """Results to reduce over replicas (a training step's gradients): a matmul read once,
+    views of one and sums of such are summed by the matmul itself, as one gemm over every
+    replica's rows; anything else is reduced on return. A matmul also read by another op
+    (%6), or read twice (%8), is not."""
+    body = [line.strip() for line in summing.source.splitlines()
+            if " = " in line or "return" in line]
+    reduced = "reduction='mean', rank=2, replicas=3"
+    assert body[-12:-1] == [
+        "v4 = ipu_permute(v0, dims=(1, 0))",
+        f"v5 = matmul_replica_sum(v4, v1, {reduced})",
+        f"v6 = matmul_replica_sum(v4, v2, {reduced})",
+        f"v7 = matmul_replica_sum(v4, v1, {reduced})",
+        "v8 = ipu_add(v6, v7, out=v6)",
+        "v9 = ipu_permute(v5, dims=(1, 0))",
+        "v10 = ipu_reduce(v1, kind='sum', axes=(-2,), keepdim=False)",
+        "v11 = ipu_matmul(v4, v2)",
+        "v12 = ipu_mul(v11, v11)",
+        "v13 = ipu_matmul(v4, v2)",
+        "v14 = ipu_sub(v13, v13)",
+    ]
+    assert body[-1] == (
+        "return (v8, replica_sum(v11, reduction='sum', rank=2, replicas=3), v9, "
+        "replica_sum(v10, reduction='mean', rank=1, replicas=3), "
+        f"replica_sum(v12, {reduced}), replica_sum(v14, {reduced}))")
+
+
+def test_summed_results_are_the_replicas_reduction(summing):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 5, 4), dtype=np.float32)  # three replicas' micro-batches
+    g, h = rng.standard_normal((2, 3, 5, 3), dtype=np.float32)
+    b = rng.standard_normal(3, dtype=np.float32)
+    three, six, four, five, seven, nine = summing.run(x, g, h, b)
+    xt = x.transpose(0, 2, 1)
+    close = {"rtol": 1e-5, "atol": 1e-5}
+    np.testing.assert_allclose(three, (xt @ h + xt @ g).mean(0), **close)
+    np.testing.assert_allclose(six, (xt @ h).sum(0), **close)
+    np.testing.assert_allclose(four, (xt @ g).mean(0).T, **close)
+    np.testing.assert_allclose(five, g.sum(1).mean(0), **close)
+    np.testing.assert_allclose(seven, ((xt @ h) ** 2).mean(0), **close)
+    np.testing.assert_array_equal(nine, np.zeros((4, 3), np.float32))
+
+
+def test_summed_results_without_a_replica_axis(summing):
+    """A result that no replica's input reaches is the same on every replica: its sum
+    over 3 replicas is 3 times it, its mean itself (a new array)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 4), dtype=np.float32)
+    g, h = rng.standard_normal((2, 5, 3), dtype=np.float32)
+    b = rng.standard_normal(3, dtype=np.float32)
+    three, six, four, five, _, _ = summing.run(x, g, h, b)
+    np.testing.assert_allclose(three, x.T @ h + x.T @ g, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(six, 3 * (x.T @ h), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(five, g.sum(0), rtol=1e-6)
+
+
+def test_summed_results_of_other_replica_counts_are_refused(summing):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 5, 4), dtype=np.float32)
+    g, h = rng.standard_normal((2, 2, 5, 3), dtype=np.float32)
+    with pytest.raises(ValueError, match="operands of 2 and 2 replicas where 3 were compiled"):
+        summing.run(x, g, h, np.zeros(3, np.float32))
