@@ -227,15 +227,17 @@ def _max_pool_inside(x, kernel, strides, dilations, outputs):
         np.maximum(y, window, out=y)
     kind = np.int8 if len(windows) < 128 else np.intp
     best = np.full(y.shape, len(windows) - 1, dtype=kind)
-    for t in range(len(windows) - 2, -1, -1):
-        best = np.where(windows[t] == y, kind(t), best)
+    for t in range(len(windows) - 2, -1, -1):  # best = t where tap t is the maximum,
+        moved = best - kind(t)                  # without np.where's per-element branch
+        moved *= np.equal(windows[t], y)        # (2x faster on a ReLU's ties at 0)
+        best -= moved
     # a tap's flat offset from its window's first element, and each window's first element
     offsets = np.array([sum(t * di * math.prod(spatial[i + 1:]) for i, (t, di) in
                             enumerate(zip(tap, dilations, strict=True)))
                         for tap, _ in tapped])
     first = flat_index(spatial, [np.arange(o) * s for o, s in zip(outputs, strides,
                                                                    strict=True)])
-    return y, offsets[best] + first
+    return y, np.add(np.take(offsets, best), first)
 
 
 def _window_counts(size, kernel_size, stride, pad, output, include_pad):

@@ -139,6 +139,35 @@ def test_select_writes_into_either_branch_never_the_condition():
     np.testing.assert_array_equal(five, c)  # where(not c, c, c) is c, whatever is reused
 
 
+@pytest.mark.parametrize("size", [64, 1 << 15])  # np.where below 2**14 elements, bits above
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int64, np.bool_])
+def test_select_is_where_bit_for_bit(size, dtype):
+    """The select kernel, branchless on large operands, gives np.where's bits: NaN, inf and
+    -0.0 included, with a zero (or -0.0) side, a scalar side, and into either side's
+    array."""
+    from poptorch.runtime.kernels.elementwise import select
+
+    rng = np.random.default_rng(0)
+    c = rng.random(size) > 0.5
+    x, y = (rng.standard_normal((2, size)) * 4).astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        x[:5] = y[-5:] = [np.nan, np.inf, -np.inf, -0.0, 0.0]
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    zero, minus_zero = np.zeros((), dtype), np.array(-0.0).astype(dtype)
+    for lhs, rhs in [(x, y), (zero, y), (x, zero), (minus_zero, y), (x, minus_zero),
+                     (np.array(3).astype(dtype), y)]:
+        expected = np.where(c, lhs, rhs)
+        got = select(c, lhs, rhs)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_array_equal(got.view(bits), expected.view(bits))
+    expected = np.where(c, x, y)
+    for side in (0, 1):
+        operands = [x.copy(), y.copy()]
+        got = select(c, *operands, out=operands[side])
+        assert (got is operands[side]) == (x.nbytes >= REUSE_BYTES)
+        np.testing.assert_array_equal(got.view(bits), expected.view(bits))
+
+
 def _concat(n: int, rows: int = 2) -> str:
     return f"tensor<{n * rows}x3xf32>"
 
