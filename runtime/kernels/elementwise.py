@@ -27,16 +27,42 @@ def _horner(x2: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
     return p
 
 
+# Composite kernels (a dozen or more NumPy passes over temporaries of the operand's size)
+# run block by block on larger operands, so that the temporaries stay in cache: on the
+# development VM, GELU of 256 x 32 x 512 float32 took 36 ms whole and 19 ms in blocks of
+# 2**17 elements (smaller blocks were slower: 22 ms at 2**16, 48 ms at 2**13).
+_BLOCK = 1 << 17
+
+
+def _blocked(fn):
+    """`fn`, an elementwise composite whose result has the operand's dtype, applied to
+    blocks of at most _BLOCK elements."""
+    def apply(x):
+        if x.size <= _BLOCK:
+            return fn(x)
+        flat = x.reshape(-1)
+        out = np.empty(flat.shape, x.dtype)
+        for start in range(0, flat.size, _BLOCK):
+            out[start:start + _BLOCK] = fn(flat[start:start + _BLOCK])
+        return out.reshape(x.shape)
+    return apply
+
+
+@_blocked
+def _erf32(x: np.ndarray) -> np.ndarray:
+    t = np.clip(x, np.float32(-4), np.float32(4))
+    x2 = t * t
+    y = _horner(x2, _ERF_P)
+    y *= t
+    y /= _horner(x2, _ERF_Q)
+    return y
+
+
 def erf(x: np.ndarray) -> np.ndarray:
     """The error function in the operand's float type: the rational approximation above
     for float32, scipy's ufunc otherwise (imported on first use: 0.17 s)."""
     if x.dtype == np.float32:
-        t = np.clip(x, np.float32(-4), np.float32(4))
-        x2 = t * t
-        y = _horner(x2, _ERF_P)
-        y *= t
-        y /= _horner(x2, _ERF_Q)
-        return y
+        return _erf32(x)
     from scipy import special
 
     return special.erf(x).astype(x.dtype, copy=False)
@@ -71,6 +97,7 @@ def _relu(x, out=None):
     return np.maximum(x, x.dtype.type(0), out=out)
 
 
+@_blocked
 def _gelu(x):
     y = erf(x * np.asarray(np.sqrt(0.5), dtype=x.dtype))
     y += 1
@@ -79,6 +106,7 @@ def _gelu(x):
     return y
 
 
+@_blocked
 def _gelu_tanh(x):
     inner = np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)
     return (0.5 * x * (1 + np.tanh(inner))).astype(x.dtype, copy=False)

@@ -1,5 +1,6 @@
 """Elementwise ops against PyTorch on CPU."""
 
+import numpy as np
 import pytest
 import torch
 from numerics import check
@@ -84,3 +85,20 @@ def test_logical_and_bitwise():
 def test_casts():
     x = torch.tensor([1.7, -2.2, 0.0])
     check(lambda t: (t.int(), t.to(torch.int32).float(), t.bool(), t.half()), x)
+
+
+@pytest.mark.parametrize("name", ["_gelu", "_gelu_tanh", "erf"])
+def test_composite_kernels_in_blocks_are_the_same_numbers(name, monkeypatch):
+    """GELU and erf run block by block on large operands (to keep their temporaries in
+    cache): the same bits as one pass over the whole operand, for any layout."""
+    from poptorch.runtime.kernels import elementwise
+
+    fn = getattr(elementwise, name)
+    x = np.random.default_rng(0).standard_normal((3, 700, 130), dtype=np.float32) * 3
+    x = x.transpose(2, 0, 1)  # not contiguous
+    monkeypatch.setattr(elementwise, "_BLOCK", 1 << 12)  # 67 blocks, the last partial
+    blocked = fn(x)
+    monkeypatch.setattr(elementwise, "_BLOCK", x.size)
+    whole = fn(x)
+    assert blocked.shape == x.shape and blocked.dtype == np.float32
+    np.testing.assert_array_equal(blocked, whole)
