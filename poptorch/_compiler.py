@@ -20,6 +20,7 @@ from torch_mlir import ir
 
 from poptorch.dialects import make_context
 from poptorch.passes import build_pass_manager, parse_pipeline
+from poptorch.runtime.cost import CostMemo
 from poptorch.runtime.jit import Program, compile_module
 from poptorch.runtime.memory import MemoryEstimate
 from poptorch.runtime.timeline import Timeline
@@ -41,6 +42,7 @@ PIPELINE = (
     "canonicalize",
     "func.func(torch-finalizing-backend-type-conversion)",
     "ipu-import-annotations",
+    "ipu-narrow-f64",
     "ipu-simplify",
     "cse",
 )
@@ -61,6 +63,7 @@ class Compiled:
     context: ir.Context | None = None  # keeps `module` alive
     timeline: Timeline | None = None  # one call's simulated run on the machine model
     memory: MemoryEstimate | None = None  # the machine model's memory estimate
+    costs: CostMemo = field(default_factory=CostMemo)  # op costs of `module`, shared
 
 
 def frames(loc: ir.Location) -> list[ir.FileLineColLoc]:

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from torch_mlir import ir
 
 from poptorch.passes.stages import symbol_table
-from poptorch.runtime.cost import op_cost
+from poptorch.runtime.cost import OpCost, op_cost
 from poptorch.runtime.machine import GC200, Machine, machine_for, value_bytes
 from poptorch.runtime.memory import ArgInfo, Location, Locations, MemoryEstimate, estimate
 from poptorch.runtime.timeline import HostStreams, Timeline, simulate
@@ -74,8 +74,9 @@ def _location(settings: Any) -> Location:
 
 def memory_of(module: ir.Module, machine: Machine, captured: Any, options: Options,
               training: bool, optimizer_slots: Mapping[str, int],
-              stash_bytes: Mapping[int, int]) -> MemoryEstimate:
-    """The per-IPU memory estimate of the compiled @main."""
+              stash_bytes: Mapping[int, int], cost: Callable[..., OpCost] = op_cost
+              ) -> MemoryEstimate:
+    """The per-IPU memory estimate of the compiled @main (`cost`: `op_cost` or a memo)."""
     trainable = set(captured.trainable) if training else set()
     args = [ArgInfo(a.name, a.kind, a.name in trainable, optimizer_slots.get(a.name, 0))
             for a in captured.arguments]
@@ -84,7 +85,7 @@ def memory_of(module: ir.Module, machine: Machine, captured: Any, options: Optio
     proportions = options.available_memory_proportion
 
     def temporary(op: ir.Operation, ipu: int) -> int:
-        return op_cost(op, machine, proportions.get(ipu), io_tiles=io_tiles).temporary_bytes
+        return cost(op, machine, proportions.get(ipu), io_tiles=io_tiles).temporary_bytes
 
     return estimate(
         module, machine, args, results=results_of(captured, training),
@@ -133,8 +134,8 @@ def epilogue_of(module: ir.Module, captured: Any, memory: MemoryEstimate, machin
 
 
 def timeline_of(module: ir.Module, machine: Machine, captured: Any, options: Options,
-                training: bool, epilogue: Sequence[tuple[str, str, int, int]] = ()
-                ) -> Timeline:
+                training: bool, epilogue: Sequence[tuple[str, str, int, int]] = (),
+                cost: Callable[..., OpCost] = op_cost) -> Timeline:
     """One call of the model on the machine model."""
     function_type = ir.TypeAttr(
         symbol_table(module.operation)["main"].attributes["function_type"]).value
@@ -145,7 +146,7 @@ def timeline_of(module: ir.Module, machine: Machine, captured: Any, options: Opt
                        else options.device_iterations),
         streams=streams_of(captured, training, results),
         proportions=options.available_memory_proportion,
-        io_tiles=options.TensorLocations.num_io_tiles, epilogue=epilogue)
+        io_tiles=options.TensorLocations.num_io_tiles, epilogue=epilogue, cost=cost)
 
 
 class MachineFigures:
@@ -171,10 +172,10 @@ class MachineFigures:
         self._machine = machine_of(opts)
         with compiled.context:
             first = timeline_of(compiled.module, self._machine, compiled.captured, opts,
-                                self._training)
+                                self._training, cost=compiled.costs)
             compiled.memory = memory_of(
                 compiled.module, self._machine, compiled.captured, opts, self._training,
-                self._optimizer_slots(), first.stash_bytes)
+                self._optimizer_slots(), first.stash_bytes, compiled.costs)
         compiled.timeline = first
         compiled.memory.check()
 
@@ -198,7 +199,7 @@ class MachineFigures:
             with compiled.context:
                 compiled.timeline = timeline_of(
                     compiled.module, self._machine, compiled.captured, self._options,
-                    self._training, epilogue)
+                    self._training, epilogue, compiled.costs)
 
     def getTimeline(self) -> Timeline:  # noqa: N802 - beyond PopTorch, named in its style
         """The machine model's simulated timeline of one call: per-IPU events (compute,

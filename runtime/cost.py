@@ -385,6 +385,24 @@ def op_cost(op: ir.Operation | ir.OpView, machine: Machine = GC200,
     return FAMILIES.get(name, _elementwise)(plan)
 
 
+class CostMemo:
+    """`op_cost`, computed once per (op, machine, proportion, io_tiles): a compiled
+    module's timeline and memory estimate ask for every op's cost, and training's
+    timeline again with the step's epilogue (a third of an LSTM's warm-cache compile).
+    Keep it no longer than the module it has seen, which must not change meanwhile."""
+
+    def __init__(self) -> None:
+        self._costs: dict[tuple, OpCost] = {}
+
+    def __call__(self, op: ir.Operation | ir.OpView, machine: Machine = GC200,
+                 proportion: float | None = None, *, io_tiles: int = 0) -> OpCost:
+        key = (op.operation, machine, proportion, io_tiles)
+        cost = self._costs.get(key)
+        if cost is None:
+            cost = self._costs[key] = op_cost(op, machine, proportion, io_tiles=io_tiles)
+        return cost
+
+
 def op_cycles(op: ir.Operation | ir.OpView, machine: Machine = GC200) -> int:
     """Cycles of one ipu op on one IPU with the default available memory proportion."""
     return op_cost(op, machine).cycles

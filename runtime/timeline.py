@@ -49,7 +49,7 @@ a forward stage and its backward stage), so a GPipe order needs more than 1F1B.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from torch_mlir import ir
@@ -207,8 +207,10 @@ class _Module:
     """What the simulation reads from the module, in plain Python."""
 
     def __init__(self, module: ir.Module, machine: Machine, micro_batches: int,
-                 proportions: dict[int, float], io_tiles: int) -> None:
+                 proportions: dict[int, float], io_tiles: int,
+                 cost: Callable[..., OpCost] = op_cost) -> None:
         self.machine, self.proportions, self.io_tiles = machine, proportions, io_tiles
+        self.cost = cost
         self.functions = symbol_table(module.operation)
         if "main" not in self.functions:
             raise Error("the module has no func.func @main to simulate", type="runtime")
@@ -259,7 +261,7 @@ class _Module:
                 total += self.function_cost(
                     ir.FlatSymbolRefAttr(op.attributes["callee"]).value, ipu)
             else:
-                total += op_cost(op, self.machine, self.proportions.get(ipu),
+                total += self.cost(op, self.machine, self.proportions.get(ipu),
                                  io_tiles=self.io_tiles)
         return total
 
@@ -581,14 +583,15 @@ def _check(module: _Module, streams: HostStreams, proportions: dict[int, float],
 def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
              micro_batches: int = 1, streams: HostStreams | None = None,
              proportions: dict[int, float] | None = None, io_tiles: int = 0,
-             epilogue: Epilogue = ()) -> Timeline:
+             epilogue: Epilogue = (), cost: Callable[..., OpCost] = op_cost) -> Timeline:
     """The per-IPU timeline of `steps` runs of @main's task order (see module docstring).
 
     `micro_batches`: runs of @main a step when it has no `ipu.tasks` (with tasks, the
     schedule's own count). `streams`: host I/O per micro-batch (None: none).
     `proportions`: available memory proportion per IPU (default 0.6). `io_tiles`: tiles
     per IPU kept for I/O, which overlaps compute when there are any. `epilogue`:
-    (kind, name, ipu, cycles) of the work after each step's tasks.
+    (kind, name, ipu, cycles) of the work after each step's tasks. `cost`: `op_cost`, or
+    a `CostMemo` shared with other analyses of the module.
     """
     if steps < 1:
         raise Error(f"steps must be at least 1, got {steps}", type="runtime")
@@ -597,7 +600,7 @@ def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
     streams = streams or HostStreams()
     proportions = dict(proportions or {})
     machine.compute_tiles(io_tiles)
-    mod = _Module(module, machine, micro_batches, proportions, io_tiles)
+    mod = _Module(module, machine, micro_batches, proportions, io_tiles, cost)
     _check(mod, streams, proportions, epilogue)
     run = _Run(mod, streams, io_tiles > 0, steps)
     run.run(steps, epilogue)

@@ -236,48 +236,36 @@ def test_two_processes_compiling_into_one_cache(tmp_path):
     _executable.read(str(cache / entries[1]), ("cache entry",))
 
 
-_LOADER = textwrap.dedent("""
-    import sys, torch, poptorch
-    from torch_mlir.dialects.ext import Dialect
-    sys.path.insert(0, sys.argv[2])
-    from test_cache import Net
-    emitted = []
-    emit = Dialect._emit_module.__func__
-    Dialect._emit_module = classmethod(lambda cls: emitted.append(cls) or emit(cls))
-    torch.manual_seed(0)
-    opts = poptorch.Options().showCompilationProgressBar(False)
-    opts.enableExecutableCaching(sys.argv[1])
-    out = poptorch.inferenceModel(Net(), opts)(torch.ones(4, 8))
-    print(len(emitted), float((out ** 2).sum()))
-""")
-
-
-def test_a_new_process_loads_the_dialect_from_the_cache_directory(tmp_path):
-    """The cache directory keeps the ipu dialect's IRDL text: a new process that hits
-    parses it instead of emitting the dialect from its op classes; a damaged file is
+def test_a_new_process_loads_the_dialect_from_the_cache_directory(tmp_path, monkeypatch,
+                                                                  capsys):
+    """The cache directory keeps the ipu dialect's IRDL text: a process that has not
+    emitted the dialect (here: this one, its text forgotten, with a new loading context)
+    parses it on a hit instead of emitting it from the op classes; a damaged file is
     ignored, then replaced."""
+    from torch_mlir.dialects.ext import Dialect
+
+    from poptorch.dialects import Ipu
+
     torch.manual_seed(0)
-    poptorch.inferenceModel(Net(), _opts(tmp_path)).compile(torch.ones(4, 8))
+    model, x = Net(), torch.ones(4, 8)
+    poptorch.inferenceModel(model, _opts(tmp_path)).compile(x)
     (irdl,) = [tmp_path / p for p in os.listdir(tmp_path) if p.endswith(".irdl.mlir")]
     kept = irdl.read_text()
     assert kept.startswith("// sha256 ") and "irdl.dialect @ipu" in kept
-
-    def load():
-        done = subprocess.run([sys.executable, "-c", _LOADER, str(tmp_path),
-                               os.path.dirname(__file__)], capture_output=True, text=True,
-                              timeout=240)
-        assert done.returncode == 0, done.stderr
-        emitted, total = done.stdout.split()[-2:]
-        return int(emitted), float(total)
-
-    torch.manual_seed(0)
-    with torch.no_grad():
-        expected = float((Net()(torch.ones(4, 8)) ** 2).sum())
-    emitted, total = load()
-    assert (emitted, total) == (0, pytest.approx(expected, rel=1e-5))
-    irdl.write_text(kept.replace("irdl.operation", "irdl.operation_", 1))
-    emitted, total = load()
-    assert (emitted, total) == (1, pytest.approx(expected, rel=1e-5))
+    emitted = []
+    emit = Dialect._emit_module.__func__
+    monkeypatch.setattr(Dialect, "_emit_module",
+                        classmethod(lambda cls: emitted.append(cls) or emit(cls)))
+    for damage, emits in ((False, 0), (True, 1)):
+        if damage:
+            irdl.write_text(kept.replace("irdl.operation", "irdl.operation_", 1))
+        monkeypatch.setattr(Ipu, "_irdl", None)  # as in a new process
+        monkeypatch.setattr(_executable, "_CONTEXT", [])
+        capsys.readouterr()
+        out = poptorch.inferenceModel(model, _opts(tmp_path))(x)
+        assert "executable cache hit" in capsys.readouterr().out
+        torch.testing.assert_close(out, model(x))
+        assert len(emitted) == emits
     assert irdl.read_text() == kept
 
 

@@ -293,3 +293,26 @@ def test_set_available_memory_checks_its_proportion(bad):
                                              r"and 1.0 \(inclusive\) of tile memory"):
         poptorch.set_available_memory(torch.ones(2), bad)
     assert torch.equal(poptorch.set_available_memory(torch.ones(2), 0), torch.ones(2))
+
+
+def test_cost_memo_plans_each_op_once_per_setting(monkeypatch):
+    """The timeline and the memory estimate of a compiled model share one `CostMemo`:
+    each op is planned once per (machine, proportion, io_tiles), with op_cost's plan."""
+    from poptorch.runtime import cost
+    from poptorch.runtime.timeline import simulate
+
+    ops = [op for op in compiled_ops(torch.nn.Sequential(torch.nn.Linear(8, 16),
+                                                         torch.nn.GELU()),
+                                     torch.randn(4, 8)) if op.operation.name != "func.return"]
+    plans = []
+    plan = cost.op_cost
+    monkeypatch.setattr(cost, "op_cost", lambda *a, **k: plans.append(a[0]) or plan(*a, **k))
+    memo = cost.CostMemo()
+    for proportion in (None, None, 0.3):
+        for op in ops:
+            assert memo(op, GC2, proportion, io_tiles=8) == plan(op, GC2, proportion,
+                                                                io_tiles=8)
+    assert len(plans) == 2 * len(ops)  # once per op for each of the two settings
+    module = _MODULES[-1]
+    memo = cost.CostMemo()
+    assert simulate(module, cost=memo).to_dict() == simulate(module).to_dict()

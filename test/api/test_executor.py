@@ -258,7 +258,7 @@ def test_ir_dumps_run_through_ipu_opt(tmp_path):
         "torchdynamo-export-to-torch-backend-pipeline.mlir", "ipu-import-annotations.mlir",
         "torch-func-backend-type-conversion.mlir", "ipu-convert-torch-to-ipu.mlir",
         "canonicalize.mlir", "torch-finalizing-backend-type-conversion.mlir",
-        "ipu-import-annotations.mlir", "ipu-simplify.mlir", "cse.mlir",
+        "ipu-import-annotations.mlir", "ipu-narrow-f64.mlir", "ipu-simplify.mlir", "cse.mlir",
         # the execution strategy's steps (nothing to do without blocks)
         "ipu-assign-stages.mlir", "ipu-outline-stages.mlir", "ipu-insert-copies.mlir",
         "ipu-schedule.mlir"]

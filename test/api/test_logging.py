@@ -144,8 +144,8 @@ def test_progress_bar_on_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stdout", terminal)
     compile_linear(poptorch.Options())
     bar = terminal.getvalue().split("\r")[-1].splitlines()[0]
-    # capture, import, the 15 steps of the pipeline, the JIT and the machine model
-    assert re.match(r"Graph compilation: 100%\|.*\| 19/19 \[", bar), bar
+    # capture, import, the 16 steps of the pipeline, the JIT and the machine model
+    assert re.match(r"Graph compilation: 100%\|.*\| 20/20 \[", bar), bar
 
 
 def test_progress_bar_hidden_when_asked_or_not_a_terminal(monkeypatch):
