@@ -387,3 +387,31 @@ def test_bad_arguments():
                                         "IPU, got 1472$"):
             estimate(module, GC200, [w, x], io_tiles=1472)
         assert classes(estimate(module, GC200, [w, x]), 0)["io"] == 8
+
+
+def test_value_names_are_mlir_printers():
+    """The memory estimate names values as MLIR's printer does in a function's local
+    scope (counted, since an AsmState verifies every op first): arguments, single
+    results, an op's several results (`%n#i`), and ops without results skipped."""
+    from poptorch.runtime.memory import _local_names
+
+    text = """
+    func.func @main(%x: tensor<1x2x4x4xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
+      %0 = "ipu.relu"(%y) : (tensor<8xf32>) -> tensor<8xf32>
+      %p:2 = "ipu.max_pool_with_indices"(%x) {kernel = array<i64: 2, 2>,
+          strides = array<i64: 2, 2>, padding = array<i64: 0, 0>,
+          dilations = array<i64: 1, 1>, ceil_mode = false}
+          : (tensor<1x2x4x4xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi32>)
+      "ipu.remote_store"(%0) {ipu = 0 : i64} : (tensor<8xf32>) -> ()
+      %1 = "ipu.neg"(%0) : (tensor<8xf32>) -> tensor<8xf32>
+      return %1 : tensor<8xf32>
+    }"""
+    with make_context():
+        module = ir.Module.parse(text)
+        func = module.body.operations[0]
+        names = _local_names(func)
+        state = ir.AsmState(func, use_local_scope=True)
+        block = func.regions[0].blocks[0]
+        values = [*block.arguments, *(r for op in block.operations for r in op.results)]
+        assert [names[v] for v in values] == [v.get_name(state) for v in values] == [
+            "%arg0", "%arg1", "%0", "%1#0", "%1#1", "%2"]
