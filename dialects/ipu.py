@@ -40,8 +40,9 @@ class Ipu(Dialect, name="ipu"):
         """The IRDL module `Dialect.load` loads: emitted from the op classes the first time
         in a process, then parsed from that text (on the development VM, 19 ms to emit
         against 4 ms to parse, in every context after the first)."""
-        if cls._irdl is not None and cls._irdl[0] == cls._registered():
-            return ir.Module.parse(cls._irdl[1])
+        text = cls.irdl_text()
+        if text is not None:
+            return ir.Module.parse(text)
         module = super()._emit_module()
         cls._irdl = (cls._registered(), str(module))
         return module

@@ -506,8 +506,9 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         replicas = self._options.replication_factor
         # IEEE results as the device gives them (inf, nan), without NumPy's warnings;
         # floating-point exceptions are an option of their own (Precision).
+        program = self._main_program()
         with device_random(self._random, replicas), np.errstate(all="ignore"):
-            results = self._main_program().run(*args)
+            results = program.run(*args)
         n_mut = len(captured.mutated_buffers)
         for name, value in zip(captured.mutated_buffers, results[:n_mut], strict=True):
             if name in self._frozen:
@@ -517,18 +518,14 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
                 value = value[0]  # broadcast replica 0's buffers to every replica
             self._device[name] = value
             self._buffers_dirty = True
-        ranks = compiled.program.result_ranks[n_mut:]
-        whole = self._whole()
-        return [r if i in whole else self._per_replica(np.asarray(r), rank, replicas)
+        ranks = program.result_ranks[n_mut:]
+        return [r if n_mut + i in program.summed  # reduced over replicas already
+                else self._per_replica(np.asarray(r), rank, replicas)
                 for i, (r, rank) in enumerate(zip(results[n_mut:], ranks, strict=True))]
 
     def _main_program(self) -> Program:
         """The program `_step` runs (training's may sum gradients over replicas)."""
         return self._compiled.program
-
-    def _whole(self) -> frozenset[int]:
-        """Indices of `_step`'s results that come without a replica axis."""
-        return frozenset()
 
     def _run(self, flat: list[Any]):
         inputs = self._inputs(flat)

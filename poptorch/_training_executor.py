@@ -81,6 +81,9 @@ def _watch(model: torch.nn.Module, executor: TrainingExecutor) -> None:
 class TrainingExecutor(PoplarExecutor):
     """A model wrapped by `trainingModel`."""
 
+    _summed: frozenset[str] = frozenset()  # gradients `_summing` reduces over replicas
+    _summing: Program | None = None  # the step's program when it does
+
     def __init__(self, model: torch.nn.Module, options: Options | None,
                  optimizer: torch.optim.Optimizer | None) -> None:
         super().__init__(model, options, training=True)
@@ -118,7 +121,7 @@ class TrainingExecutor(PoplarExecutor):
                 symbol_table(module.operation)["optimizer_step"],
                 [name for name, _, _ in params],
                 self._machine)
-            self._summed = self._summed_gradients()
+            self._summed = self._compile_summing()
             self._emit_reduce(module, [(name, t) for name, _, t in params
                                        if name not in self._summed])
             self._optimizer_step = compile_module(module, "optimizer_step")
@@ -132,33 +135,29 @@ class TrainingExecutor(PoplarExecutor):
         self._auto_scale = self._spec.loss_scaling(self._optimizer)  # automatic loss scaling
         self._good_steps = 0
 
-    def _summed_gradients(self) -> dict[str, int]:
-        """Gradients the step's program returns already reduced over replicas, by name,
-        with their result index: with several replicas, each weight that is not
-        replica-grouped. The JIT sums them where they are made (a weight gradient's matmul
-        and its all-reduce become one gemm over every replica's rows), so they skip
-        `@reduce_gradients`; the simulated all-reduce is unchanged (`_step_end`)."""
+    def _compile_summing(self) -> frozenset[str]:
+        """The gradients the step's program returns already reduced over replicas: with
+        several replicas, those of weights that are not replica-grouped, summed by the
+        JIT where they are made (a weight gradient's matmul and its all-reduce become one
+        gemm over every replica's rows) in `_summing`, so they skip `@reduce_gradients`.
+        The simulated all-reduce is unchanged (`_step_end`)."""
         replicas = self._options.replication_factor
         captured = self._compiled.captured
-        if replicas == 1:
-            return {}
+        summed = frozenset(name for name in captured.trainable if name not in self._groupings)
+        if replicas == 1 or not summed:
+            self._summing = None
+            return frozenset()
         first = len(captured.results) - len(captured.trainable)
-        summed = {name: first + index for index, name in enumerate(captured.trainable)
-                  if name not in self._groupings}
-        if summed:
-            reduction = "mean" if self._mean() else "sum"
-            with self._compiled.context:
-                self._summing = compile_module(
-                    self._compiled.module, "main", dict.fromkeys(summed.values(), reduction),
-                    replicas)
+        reduction = "mean" if self._mean() else "sum"
+        with self._compiled.context:
+            self._summing = compile_module(
+                self._compiled.module, "main",
+                {first + index: reduction for index, name in enumerate(captured.trainable)
+                 if name in summed}, replicas)
         return summed
 
     def _main_program(self) -> Program:
-        return self.__dict__.get("_summing") or self._compiled.program
-
-    def _whole(self) -> frozenset[int]:
-        n_mut = len(self._compiled.captured.mutated_buffers)
-        return frozenset(index - n_mut for index in self.__dict__.get("_summed", {}).values())
+        return self._summing or self._compiled.program
 
     def _param_groups(self) -> dict[int, int]:
         """id(parameter) -> index of its param group in the optimizer."""
@@ -342,7 +341,7 @@ class TrainingExecutor(PoplarExecutor):
         weight steps as (groups, ...): each group's slice, gradient and state on its own."""
         names = self._compiled.captured.trainable
         rest = [i for i, name in enumerate(names) if name not in self._summed]
-        reduced = list(grads)  # summed by the step's program (`_summed_gradients`)
+        reduced = list(grads)  # summed by the step's program (`_compile_summing`)
         with np.errstate(all="ignore"):
             for i, g in zip(rest, self._reduce.run(*(grads[i] for i in rest)), strict=True):
                 reduced[i] = (self._per_group(names[i], np.asarray(g))

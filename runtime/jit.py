@@ -32,6 +32,7 @@ class Program:
     run: Callable[..., tuple]
     constants: list[Any] = field(repr=False)
     result_ranks: tuple[int, ...] = ()
+    summed: frozenset[int] = frozenset()  # results returned reduced over replicas
 
 
 def _identifier(name: str) -> str:
@@ -249,4 +250,5 @@ def compile_module(module: ir.Module, entry: str = "main",
                 if op.operation.name == "func.func"
                 and op.attributes["sym_name"].value == entry)
     ranks = tuple(t.rank for t in ir.FunctionType(func.attributes["function_type"].value).results)
-    return Program(source, namespace[_identifier(entry)], gen.constants, ranks)
+    return Program(source, namespace[_identifier(entry)], gen.constants, ranks,
+                   frozenset(gen.summed))

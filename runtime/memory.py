@@ -246,10 +246,10 @@ class Peak:
     """A function's liveness walk: the peak, the values live there, its constants."""
 
     function: str
+    scope: ir.Operation  # the function, for naming its values
     bytes: int = 0
     live: list[tuple[int, ir.Value, str]] = field(default_factory=list)  # bytes, value, from
     constants: list[tuple[int, ir.Value, str]] = field(default_factory=list)
-    scope: ir.Operation | None = None  # the function, for naming its values
     _numbers: dict[ir.Value, str] | None = None
 
     def name(self, value: ir.Value, origin: str) -> Callable[[], str]:
@@ -261,19 +261,13 @@ class Peak:
         return lambda: f"{self._ssa(value)} of @{self.function} ({origin})"
 
     def _ssa(self, value: ir.Value) -> str:
-        """`%n`, numbered in the function as MLIR's printer numbers it in local scope:
-        the entry block's arguments `%argN`, then op results in order, `%n` (`%n#i` for
-        an op's i-th of several results). Counted here because an AsmState, or
-        `get_name()`, runs every op's verifier first (27 of an LSTM's 57 ms of memory
-        estimate, every compile); a value elsewhere (a nested region) gets one."""
-        if self.scope is None:
-            return value.get_name()
+        """`%n`, numbered in the function as MLIR's printer numbers it in local scope
+        (`_local_names`; the walk only sees the entry block's arguments and ops).
+        Counted because an AsmState, or `get_name()`, runs every op's verifier first
+        (27 of an LSTM's 57 ms of memory estimate, every compile)."""
         if self._numbers is None:
             self._numbers = _local_names(self.scope)
-        name = self._numbers.get(value)
-        if name is None:
-            name = value.get_name(ir.AsmState(self.scope, use_local_scope=True))
-        return name
+        return self._numbers[value]
 
     def tensors(self, cls: str, which: str) -> list[tuple[int, str, Callable[[], str]]]:
         """(bytes, class, name) of the live values ("live") or constants ("constants")."""
@@ -282,7 +276,8 @@ class Peak:
 
 
 def _local_names(func: ir.Operation) -> dict[ir.Value, str]:
-    """The SSA names of `func`'s entry-block arguments and top-level op results."""
+    """The SSA names of `func`'s entry-block arguments (`%argN`) and top-level op results
+    (`%n` in order, `%n#i` for the i-th of an op's several results)."""
     block = func.regions[0].blocks[0]
     names = {arg: f"%arg{i}" for i, arg in enumerate(block.arguments)}
     number = 0
@@ -290,8 +285,8 @@ def _local_names(func: ir.Operation) -> dict[ir.Value, str]:
         results = list(op.results)
         if len(results) == 1:
             names[results[0]] = f"%{number}"
-        for i, result in enumerate(results if len(results) > 1 else ()):
-            names[result] = f"%{number}#{i}"
+        else:  # none, or several
+            names.update((result, f"%{number}#{i}") for i, result in enumerate(results))
         number += bool(results)
     return names
 
@@ -310,7 +305,7 @@ def liveness(func: ir.Operation, received: Mapping[int, str] | None = None,
         alias[arg] = {len(buffers)} if k in received else set()
         if k in received:
             buffers.append([0, 0, value_bytes(arg), arg, received[k]])
-    peak, dropped = Peak(name, scope=func.operation), set()
+    peak, dropped = Peak(name, func.operation), set()
     for i, op in enumerate(_ops(func)):
         for value in op.operands:
             for b in alias.get(value, ()):

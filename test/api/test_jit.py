@@ -309,3 +309,7 @@ def test_summed_results_of_other_replica_counts_are_refused(summing):
     g, h = rng.standard_normal((2, 2, 5, 3), dtype=np.float32)
     with pytest.raises(ValueError, match="operands of 2 and 2 replicas where 3 were compiled"):
         summing.run(x, g, h, np.zeros(3, np.float32))
+    from poptorch.runtime.kernels.structure import replica_sum
+
+    with pytest.raises(ValueError, match="a result has 2 replicas where 3 were compiled"):
+        replica_sum(g, reduction="sum", rank=2, replicas=3)
