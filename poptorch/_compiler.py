@@ -189,4 +189,7 @@ def compile_captured(captured, dump_dir: str | None = None,
     if dump_dir:
         with open(os.path.join(dump_dir, "program.py"), "w", encoding="utf-8") as f:
             f.write(program.source)
+        if program.kernels:
+            with open(os.path.join(dump_dir, "kernels.mlir"), "w", encoding="utf-8") as f:
+                f.write(program.kernels)
     return Compiled(captured, program, text, timings, module, context)

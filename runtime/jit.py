@@ -20,6 +20,7 @@ from torch_mlir import ir
 
 from poptorch.errors import Error
 
+from .fusion import Group, compile_kernels, find_groups
 from .heap import keep_freed_memory
 from .kernels import load_all
 
@@ -33,6 +34,7 @@ class Program:
     constants: list[Any] = field(repr=False)
     result_ranks: tuple[int, ...] = ()
     summed: frozenset[int] = frozenset()  # results returned reduced over replicas
+    kernels: str = ""  # the MLIR of its fused elementwise kernels (`fusion`), if any
 
 
 def _identifier(name: str) -> str:
@@ -40,14 +42,17 @@ def _identifier(name: str) -> str:
 
 
 class _Codegen:
-    def __init__(self, entry: str, summed: Mapping[int, str], replicas: int) -> None:
+    def __init__(self, entry: str, summed: Mapping[int, str], replicas: int,
+                 fuse: bool) -> None:
         self.kernels = load_all()
         self.constants: list[Any] = []
         self.used: dict[str, str] = {}  # op name -> Python name of its kernel
         self.lines: list[str] = []
-        self.entry, self.summed, self.replicas = entry, summed, replicas
+        self.entry, self.summed, self.replicas, self.fuse = entry, summed, replicas, fuse
         self.fused: dict[ir.Operation, str] = {}  # matmul -> reduction of its replica sum
+        self.summing: set[ir.Operation] = set()  # the views, sums of such matmuls
         self.wrapped: dict[int, str] = {}  # this function's results to sum on return
+        self.groups: list[Group] = []  # fused elementwise kernels, numbered program-wide
 
     def literal(self, value: Any) -> str:
         if value is None or isinstance(value, bool | int | float | str | slice):
@@ -80,12 +85,31 @@ class _Codegen:
                 end = self.links[end]
             self.position[link] = self.position[end]
         self.wrapped = self.fuse_sums(block) if name == _identifier(self.entry) else {}
+        emitted: dict[ir.Operation, int] = {}  # a group's last op -> the group's number
+        skipped = set(self.links)
+        for group in find_groups(block, self.position, self.summing) if self.fuse else ():
+            emitted[group.last] = len(self.groups)
+            self.groups.append(group)
+            for op in group.ops + group.absorbed:  # all run where the group's last op is
+                self.position[op] = self.position[group.last]
+                skipped.add(op)
+            skipped.discard(group.last)
         params = ", ".join(value_name(a) for a in block.arguments)
         self.lines.append(f"def {name}({params}):")
         for op in block.operations:
-            if op.operation not in self.links:
+            if op.operation in emitted:
+                self.lines.append("    " + self.fused_call(emitted[op.operation], value_name))
+            elif op.operation not in skipped:
                 self.lines.append("    " + self.statement(op, value_name))
         self.lines.append("")
+
+    def fused_call(self, number: int, value_name) -> str:
+        group = self.groups[number]
+        args = ", ".join(value_name(value) for value in group.inputs)
+        results = ", ".join(value_name(v) for v in group.outputs)
+        comma = "," if len(group.outputs) == 1 else ""
+        ops = " ".join(op.name.removeprefix("ipu.") for op in group.ops)
+        return f"{results}{comma} = fused_{number}({args})  # {ops}"
 
     def fuse_sums(self, block: ir.Block) -> dict[int, str]:
         """The entry's summed results: one made only of matmuls that nothing else reads
@@ -113,9 +137,11 @@ class _Codegen:
             return [owner.operation]
         k = self.kernels.get(owner.name)
         if k is not None and k.view:
+            self.summing.add(owner.operation)
             return self.summands(owner.operands[0])
         if owner.name in ("ipu.add", "ipu.sub") and \
                 owner.operands[0].type == owner.operands[1].type == value.type:
+            self.summing.add(owner.operation)  # (kept out of fusion even if unused)
             lhs, rhs = (self.summands(v) for v in owner.operands)
             return lhs + rhs if lhs and rhs else None
         return None
@@ -227,28 +253,35 @@ class _Codegen:
 
 
 def compile_module(module: ir.Module, entry: str = "main",
-                   summed: Mapping[int, str] | None = None, replicas: int = 1) -> Program:
+                   summed: Mapping[int, str] | None = None, replicas: int = 1,
+                   fuse: bool = True) -> Program:
     """Generate, compile and load the Python program of `module`.
 
     `summed`: results of `entry` (by index) to return reduced over all `replicas` by
     "sum" or "mean", once, without their replica axis, as a training step's gradients
     are before the optimizer step (`ipu.all_reduce` over all replicas, then one
-    replica's value)."""
+    replica's value). `fuse`: group elementwise ops into compiled kernels (`fusion`);
+    without it every op is a NumPy kernel call."""
     keep_freed_memory()
-    gen = _Codegen(entry, summed or {}, replicas)
+    gen = _Codegen(entry, summed or {}, replicas, fuse)
     for op in module.body.operations:
         if op.operation.name == "func.func" and op.regions[0].blocks:
             gen.function(op)
-    header = ['"""Generated by poptorch-mlir from the ipu dialect: one line per ipu op."""', ""]
+    header = ['"""Generated by poptorch-mlir from the ipu dialect: one line per ipu op, or per',
+              'group of elementwise ops fused into one MLIR-compiled kernel (`fused_<i>`)."""',
+              ""]
     header += [f"{py} = K[{name!r}].fn" for name, py in sorted(gen.used.items())]
+    header += [f"fused_{i} = F[{i}]" for i in range(len(gen.groups))]
     source = "\n".join(header + [""] + gen.lines)
     filename = f"<poptorch-jit-{id(gen)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"K": gen.kernels, "C": gen.constants, "np": np}
+    fused = compile_kernels(gen.groups, module.context) if gen.groups else None
+    namespace = {"K": gen.kernels, "C": gen.constants, "np": np,
+                 "F": fused.kernels if fused else []}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
     func = next(op for op in module.body.operations
                 if op.operation.name == "func.func"
                 and op.attributes["sym_name"].value == entry)
     ranks = tuple(t.rank for t in ir.FunctionType(func.attributes["function_type"].value).results)
     return Program(source, namespace[_identifier(entry)], gen.constants, ranks,
-                   frozenset(gen.summed))
+                   frozenset(gen.summed), fused.ir if fused else "")

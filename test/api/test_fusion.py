@@ -1,0 +1,360 @@
+"""Elementwise fusion in the JIT (`runtime/fusion.py`): which ops become one kernel, the
+kernel's MLIR, and its numbers against the NumPy kernels (bit for bit where the op is
+exact) and against float64 (exp, tanh, sigmoid, erf, GELU within a few ulp)."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from torch_mlir import ir
+
+import poptorch
+from poptorch.dialects import make_context
+from poptorch.runtime import fusion
+from poptorch.runtime.jit import compile_module
+
+N = 64 * 128  # at least FUSE_MIN_ELEMENTS
+T = "tensor<64x128xf32>"
+B = "tensor<64x128xi1>"
+
+
+def compile_both(text: str):
+    """The program of `text` fused and as NumPy calls only."""
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        return compile_module(module), compile_module(module, fuse=False)
+
+
+def body(program) -> list[str]:
+    return [line.strip() for line in program.source.split("def main", 1)[1].splitlines()[1:]
+            if line.strip()]
+
+
+def values(seed: int, shape=(64, 128)) -> np.ndarray:
+    """Normal values with NaN, infinities, signed zeros and large magnitudes mixed in."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape, dtype=np.float32) * 3
+    flat = x.reshape(-1)
+    flat[:9] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 90.0, -110.0, 1e-30, -88.5]
+    rng.shuffle(flat)
+    return x
+
+
+EXACT_BINARY = ["add", "sub", "mul", "div", "max", "min"]
+EXACT_UNARY = ["neg", "abs", "square", "sqrt", "rsqrt", "reciprocal", "relu"]
+COMPARE = ["eq", "ne", "lt", "le", "gt", "ge"]
+
+
+@pytest.mark.parametrize("name", EXACT_BINARY)
+def test_binary_ops_match_numpy_bit_for_bit(name):
+    """With a broadcast row and a broadcast column, and an exp after it so the group is
+    worth a kernel (the exp is checked separately)."""
+    program, numpy_only = compile_both(f"""
+    func.func @main(%x: {T}, %row: tensor<128xf32>, %column: tensor<64x1xf32>)
+        -> ({T}, {T}) {{
+      %0 = "ipu.{name}"(%x, %row) : ({T}, tensor<128xf32>) -> {T}
+      %1 = "ipu.{name}"(%column, %0) : (tensor<64x1xf32>, {T}) -> {T}
+      return %0, %1 : {T}, {T}
+    }}""")
+    assert body(program)[0] == f"v3, v4 = fused_0(v0, v1, v2)  # {name} {name}"
+    args = values(0), values(1, (128,)), values(2, (64, 1))
+    with np.errstate(all="ignore"):
+        for fused, reference in zip(program.run(*args), numpy_only.run(*args), strict=True):
+            np.testing.assert_array_equal(fused, reference)
+            assert fused.dtype == np.float32
+
+
+@pytest.mark.parametrize("name", EXACT_UNARY)
+def test_unary_ops_match_numpy_bit_for_bit(name):
+    program, numpy_only = compile_both(f"""
+    func.func @main(%x: {T}) -> {T} {{
+      %0 = "ipu.{name}"(%x) : ({T}) -> {T}
+      %1 = "ipu.neg"(%0) : ({T}) -> {T}
+      return %1 : {T}
+    }}""")
+    assert body(program)[0] == f"v1, = fused_0(v0)  # {name} neg"
+    assert "%e0 = arith.constant 8192 : i64" in program.kernels  # one loop: contiguous
+    assert "%e1" not in program.kernels
+    x = values(3)
+    with np.errstate(all="ignore"):
+        fused, = program.run(x)
+        reference, = numpy_only.run(x)
+    np.testing.assert_array_equal(fused, reference)
+    number = ~np.isnan(reference)  # (a NaN's sign bit means nothing)
+    assert np.array_equal(np.signbit(fused[number]), np.signbit(reference[number]))
+
+
+@pytest.mark.parametrize("name", COMPARE)
+def test_comparisons_selects_and_logic_match_numpy(name):
+    program, numpy_only = compile_both(f"""
+    func.func @main(%x: {T}, %y: {T}, %c: {B}) -> ({B}, {T}, {T}) {{
+      %0 = "ipu.{name}"(%x, %y) : ({T}, {T}) -> {B}
+      %1 = "ipu.logical_xor"(%0, %c) : ({B}, {B}) -> {B}
+      %2 = "ipu.logical_and"(%1, %c) : ({B}, {B}) -> {B}
+      %3 = "ipu.logical_or"(%2, %0) : ({B}, {B}) -> {B}
+      %4 = "ipu.select"(%3, %x, %y) : ({B}, {T}, {T}) -> {T}
+      %5 = "ipu.cast"(%3) : ({B}) -> {T}
+      return %3, %4, %5 : {B}, {T}, {T}
+    }}""")
+    assert body(program)[0] == ("v3, v4, v5 = fused_0(v0, v1, v2)  "
+                                f"# {name} logical_xor logical_and logical_or select cast")
+    x, y = values(4), values(5)
+    y.reshape(-1)[::3] = x.reshape(-1)[::3]  # equal pairs too
+    c = np.random.default_rng(6).random((64, 128)) > 0.5
+    for fused, reference in zip(program.run(x, y, c), numpy_only.run(x, y, c), strict=True):
+        np.testing.assert_array_equal(fused, reference)
+        assert fused.dtype == reference.dtype
+
+
+def ulp_error(result: np.ndarray, exact: np.ndarray) -> float:
+    """The largest error of float32 `result` in units of float32 spacing at `exact`
+    (float64), over the finite values; non-finite values must match exactly."""
+    finite = np.isfinite(exact) & (np.abs(exact) < np.finfo(np.float32).max)
+    with np.errstate(over="ignore"):
+        rounded = exact.astype(np.float32)
+    np.testing.assert_array_equal(result[~finite], rounded[~finite])
+    spacing = np.spacing(np.abs(rounded[finite])).astype(np.float64)
+    normal = np.abs(rounded[finite]) >= np.finfo(np.float32).tiny  # denormals: absolute
+    error = np.abs(result[finite].astype(np.float64) - exact[finite])
+    return float(np.max(np.where(normal, error / spacing, error / 1.4e-45 * 0)))
+
+
+SWEEP = np.concatenate([np.linspace(-110, 95, 1 << 20, dtype=np.float32),
+                        np.random.default_rng(7).standard_normal(1 << 20).astype(np.float32)
+                        * 3, np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72, 1e-30],
+                                      np.float32)])
+
+
+@pytest.mark.parametrize("name, exact, bound", [
+    ("exp", np.exp, 1.0),
+    ("tanh", np.tanh, 1.5),
+    ("sigmoid", lambda x: 1 / (1 + np.exp(-x)), 2.5),
+])
+def test_transcendentals_are_within_a_few_ulp(name, exact, bound):
+    size = SWEEP.size
+    program, _ = compile_both(f"""
+    func.func @main(%x: tensor<{size}xf32>) -> tensor<{size}xf32> {{
+      %0 = "ipu.{name}"(%x) : (tensor<{size}xf32>) -> tensor<{size}xf32>
+      return %0 : tensor<{size}xf32>
+    }}""")
+    assert body(program)[0] == f"v1, = fused_0(v0)  # {name}"
+    result, = program.run(SWEEP)
+    with np.errstate(all="ignore"):
+        reference = exact(SWEEP.astype(np.float64))
+    assert np.array_equal(np.isnan(result), np.isnan(SWEEP))
+    assert ulp_error(result[~np.isnan(SWEEP)], reference[~np.isnan(SWEEP)]) <= bound
+    assert np.signbit(result[SWEEP.size - 3]) == (name == "tanh")  # f(-0.0)
+
+
+@pytest.mark.parametrize("name", ["erf", "gelu", "gelu_tanh"])
+def test_erf_and_gelu_match_the_numpy_kernels(name):
+    """The same rational erf as the NumPy kernel, so within float32 rounding of it."""
+    program, numpy_only = compile_both(f"""
+    func.func @main(%x: {T}) -> {T} {{
+      %0 = "ipu.{name}"(%x) : ({T}) -> {T}
+      return %0 : {T}
+    }}""")
+    x = values(8)
+    x[np.isnan(x)] = 0  # (GELU of NaN: NaN in both, checked by the sweep below)
+    fused, = program.run(x)
+    with np.errstate(invalid="ignore"):  # inf * 0 in the NumPy kernel's GELU of -inf
+        reference, = numpy_only.run(x)
+    np.testing.assert_allclose(fused, reference, rtol=2e-6, atol=1e-6)
+    exact = torch.nn.functional.gelu(torch.from_numpy(x).double(),
+                                     approximate="tanh" if name == "gelu_tanh" else "none")
+    if name != "erf":
+        np.testing.assert_allclose(fused, exact.float().numpy(), rtol=1e-5, atol=1e-6)
+
+
+CELL = f"""
+func.func @main(%gates: tensor<1x64x512xf32>, %c: tensor<64x128xf32>)
+    -> ({T}, {T}) {{
+  %i = "ipu.slice"(%gates) {{starts = array<i64: 0, 0, 0>, ends = array<i64: 1, 64, 128>,
+       steps = array<i64: 1, 1, 1>}} : (tensor<1x64x512xf32>) -> tensor<1x64x128xf32>
+  %f = "ipu.slice"(%gates) {{starts = array<i64: 0, 0, 128>, ends = array<i64: 1, 64, 256>,
+       steps = array<i64: 1, 1, 1>}} : (tensor<1x64x512xf32>) -> tensor<1x64x128xf32>
+  %g = "ipu.slice"(%gates) {{starts = array<i64: 0, 0, 256>, ends = array<i64: 1, 64, 384>,
+       steps = array<i64: 1, 1, 1>}} : (tensor<1x64x512xf32>) -> tensor<1x64x128xf32>
+  %o = "ipu.slice"(%gates) {{starts = array<i64: 0, 0, 384>, ends = array<i64: 1, 64, 512>,
+       steps = array<i64: 1, 1, 1>}} : (tensor<1x64x512xf32>) -> tensor<1x64x128xf32>
+  %0 = "ipu.sigmoid"(%i) : (tensor<1x64x128xf32>) -> tensor<1x64x128xf32>
+  %1 = "ipu.sigmoid"(%f) : (tensor<1x64x128xf32>) -> tensor<1x64x128xf32>
+  %2 = "ipu.tanh"(%g) : (tensor<1x64x128xf32>) -> tensor<1x64x128xf32>
+  %3 = "ipu.sigmoid"(%o) : (tensor<1x64x128xf32>) -> tensor<1x64x128xf32>
+  %4 = "ipu.mul"(%1, %c) : (tensor<1x64x128xf32>, {T}) -> tensor<1x64x128xf32>
+  %5 = "ipu.mul"(%0, %2) : (tensor<1x64x128xf32>, tensor<1x64x128xf32>)
+       -> tensor<1x64x128xf32>
+  %6 = "ipu.add"(%4, %5) : (tensor<1x64x128xf32>, tensor<1x64x128xf32>)
+       -> tensor<1x64x128xf32>
+  %7 = "ipu.tanh"(%6) : (tensor<1x64x128xf32>) -> tensor<1x64x128xf32>
+  %8 = "ipu.mul"(%3, %7) : (tensor<1x64x128xf32>, tensor<1x64x128xf32>)
+       -> tensor<1x64x128xf32>
+  %h = "ipu.reshape"(%8) : (tensor<1x64x128xf32>) -> {T}
+  %cell = "ipu.reshape"(%6) : (tensor<1x64x128xf32>) -> {T}
+  return %h, %cell : {T}, {T}
+}}
+"""
+
+
+def lstm_cell(gates, c):
+    i, f, g, o = (torch.from_numpy(np.ascontiguousarray(gates[..., k * 128:(k + 1) * 128]))
+                  for k in range(4))
+    cell = torch.sigmoid(f) * torch.from_numpy(c) + torch.sigmoid(i) * torch.tanh(g)
+    return ((torch.sigmoid(o) * torch.tanh(cell)).reshape(c.shape).numpy(),
+            cell.reshape(c.shape).numpy())
+
+
+def test_an_lstm_cell_is_one_kernel_reading_its_gates_in_place():
+    """The four gate slices are read where they lie in the gates tensor; the cell's two
+    results come out of one kernel, the reshapes that drop a leading 1 with them."""
+    program, _ = compile_both(CELL)
+    assert body(program) == [
+        "v2, v3 = fused_0(v0, v1)  # sigmoid sigmoid tanh sigmoid mul mul add tanh mul "
+        "reshape reshape", "return (v2, v3)"]
+    rng = np.random.default_rng(9)
+    gates = rng.standard_normal((1, 64, 512), dtype=np.float32)
+    c = rng.standard_normal((64, 128), dtype=np.float32)
+    for fused, reference in zip(program.run(gates, c), lstm_cell(gates, c), strict=True):
+        np.testing.assert_allclose(fused, reference, rtol=1e-6, atol=1e-6)
+
+
+def test_leading_replica_axes_go_through_the_kernel():
+    """Inputs with leading (replica) axes share them with the outputs; an input without
+    them (a weight) is broadcast over every replica."""
+    program, _ = compile_both(CELL)
+    rng = np.random.default_rng(10)
+    gates = rng.standard_normal((3, 1, 64, 512), dtype=np.float32)
+    c = rng.standard_normal((64, 128), dtype=np.float32)
+    h, cell = program.run(gates, c)
+    assert h.shape == cell.shape == (3, 64, 128)
+    for r in range(3):
+        for fused, reference in zip((h[r], cell[r]), lstm_cell(gates[r], c), strict=True):
+            np.testing.assert_allclose(fused, reference, rtol=1e-6, atol=1e-6)
+    # both replicated, and views that are not contiguous (copied first)
+    cs = rng.standard_normal((3, 128, 64), dtype=np.float32).transpose(0, 2, 1)
+    h, cell = program.run(gates, cs)
+    np.testing.assert_allclose(cell[2], lstm_cell(gates[2], cs[2])[1], rtol=1e-6, atol=1e-6)
+
+
+def test_operands_with_different_leading_axes_are_an_error():
+    program, _ = compile_both(CELL)
+    gates = np.zeros((2, 1, 64, 512), np.float32)
+    with pytest.raises(poptorch.Error, match=r"a fused kernel's operands have leading axes "
+                                             r"\(2,\) and \(3,\)"):
+        program.run(gates, np.zeros((3, 64, 128), np.float32))
+
+
+def test_a_group_runs_where_its_last_op_was_so_early_readers_split_it():
+    """%1 reads the exp before %2 joins its group: the group would run too late for it,
+    so %2 starts a new group. Ops of other shapes, reductions and small tensors stay
+    NumPy calls, as does a single op that is one NumPy pass."""
+    program, numpy_only = compile_both(f"""
+    func.func @main(%x: {T}, %small: tensor<8x8xf32>) -> ({T}, tensor<64x1xf32>, {T},
+                                                          tensor<8x8xf32>, {T}) {{
+      %0 = "ipu.exp"(%x) : ({T}) -> {T}
+      %1 = "ipu.reduce"(%0) {{kind = "sum", dims = array<i64: 1>, keepdim = true}}
+           : ({T}) -> tensor<64x1xf32>
+      %2 = "ipu.sub"(%0, %1) : ({T}, tensor<64x1xf32>) -> {T}
+      %3 = "ipu.mul"(%2, %2) : ({T}, {T}) -> {T}
+      %4 = "ipu.exp"(%small) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+      %5 = "ipu.neg"(%4) : (tensor<8x8xf32>) -> tensor<8x8xf32>
+      %6 = "ipu.add"(%x, %x) : ({T}, {T}) -> {T}
+      return %0, %1, %3, %5, %6 : {T}, tensor<64x1xf32>, {T}, tensor<8x8xf32>, {T}
+    }}""")
+    assert body(program) == [
+        "v2, = fused_0(v0)  # exp",
+        "v3 = ipu_reduce(v2, kind='sum', axes=(-1,), keepdim=True)",
+        "v4, = fused_1(v2, v3)  # sub mul",
+        "v5 = ipu_exp(v1)",
+        "v6 = ipu_neg(v5, out=v5)",
+        "v7 = ipu_add(v0, v0)",
+        "return (v2, v3, v4, v6, v7)"]
+    x, small = values(11), values(12, (8, 8))
+    x[np.isnan(x)] = 1
+    with np.errstate(all="ignore"):
+        for fused, reference in zip(program.run(x, small), numpy_only.run(x, small),
+                                    strict=True):
+            np.testing.assert_allclose(fused, reference, rtol=3e-6)
+
+
+def test_kernel_ir(tmp_path):
+    """The kernel module FileCheck'd: the gates are read at their slice's offset (128)
+    and row stride (256), the bias along columns only; the slice keeps the two loops
+    apart. The module lowers to LLVM with the JIT's passes in ipu-opt."""
+    program, _ = compile_both(f"""
+    func.func @main(%gates: tensor<64x256xf32>, %bias: tensor<128xf32>) -> {T} {{
+      %a = "ipu.slice"(%gates) {{starts = array<i64: 0, 128>, ends = array<i64: 64, 256>,
+           steps = array<i64: 1, 1>}} : (tensor<64x256xf32>) -> {T}
+      %0 = "ipu.add"(%a, %bias) : ({T}, tensor<128xf32>) -> {T}
+      %1 = "ipu.relu"(%0) : ({T}) -> {T}
+      %2 = "ipu.add"(%1, %1) : ({T}, {T}) -> {T}
+      return %2 : {T}
+    }}""")
+    checks = tmp_path / "checks"
+    checks.write_text("""
+CHECK-LABEL: func.func @fused_0(%in0: !llvm.ptr {llvm.noalias}, %in1: !llvm.ptr
+CHECK-SAME: %out0: !llvm.ptr {llvm.noalias}, %replicas: i64, %step0: i64, %step1: i64)
+CHECK: scf.for %r = %c0 to %replicas step %c1 : i64
+CHECK: %o0 = arith.constant 128 : i64
+CHECK: %b0_0 = arith.addi %r0, %o0 : i64
+CHECK: %e0 = arith.constant 64 : i64
+CHECK: scf.for %i0 = %c0 to %e0 step %c1 : i64
+CHECK: %s0_0 = arith.constant 256 : i64
+CHECK-NOT: %s1_0
+CHECK: %e1 = arith.constant 128 : i64
+CHECK: scf.for %i1 = %c0 to %e1 step %c1 : i64
+CHECK: %b1_2 = arith.addi %r1, %m1_1 : i64
+CHECK: %p0 = llvm.getelementptr %in0[%b0_2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+CHECK: %p1 = llvm.getelementptr %in1[%b1_2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+CHECK: %t1 = arith.addf %l0, %l1 : f32
+CHECK: %t3 = arith.maximumf %t1, %t2 : f32
+CHECK: %t4 = arith.addf %t3, %t3 : f32
+CHECK: llvm.store %t4, %q0 : f32, !llvm.ptr
+""")
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "filecheck"),
+                           str(checks)], input=program.kernels, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    source = tmp_path / "kernels.mlir"
+    source.write_text(program.kernels)
+    lowered = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ipu-opt"),
+                              str(source), "--pass-pipeline", fusion.LOWERING],
+                             capture_output=True, text=True)
+    assert lowered.returncode == 0, lowered.stderr
+    assert "llvm.func @fused_0" in lowered.stdout and "scf.for" not in lowered.stdout
+    gates = values(13, (64, 256))
+    bias = values(14, (128,))
+    gates[np.isnan(gates)] = 0
+    bias[np.isnan(bias)] = 0
+    result, = program.run(gates, bias)
+    np.testing.assert_array_equal(result, 2 * np.maximum(gates[:, 128:] + bias, 0))
+
+
+def test_identical_groups_share_one_kernel_function():
+    program, _ = compile_both(f"""
+    func.func @main(%x: {T}, %y: {T}) -> ({T}, {T}) {{
+      %0 = "ipu.sigmoid"(%x) : ({T}) -> {T}
+      %1 = "ipu.reduce"(%0) {{kind = "sum", dims = array<i64: 1>, keepdim = true}}
+           : ({T}) -> tensor<64x1xf32>
+      %2 = "ipu.sigmoid"(%y) : ({T}) -> {T}
+      return %0, %2 : {T}, {T}
+    }}""")
+    assert program.kernels.count("func.func") == 1
+    assert [line for line in body(program) if "fused" in line] == [
+        "v2, = fused_0(v0)  # sigmoid", "v4, = fused_1(v1)  # sigmoid"]
+
+
+def test_models_dump_their_kernels(tmp_path):
+    """A model with groups big enough dumps `kernels.mlir` beside `program.py`; its
+    numbers match PyTorch's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(),
+                                torch.nn.Linear(128, 128), torch.nn.Tanh())
+    x = torch.randn(64, 64)
+    ipu = poptorch.inferenceModel(model, poptorch.Options().dumpIR(str(tmp_path)))
+    torch.testing.assert_close(ipu(x), model(x), rtol=1e-5, atol=1e-6)
+    program = (tmp_path / "program.py").read_text()
+    assert "= fused_0(" in program and "# add gelu" in program
+    assert (tmp_path / "kernels.mlir").read_text() == ipu._compiled.program.kernels
