@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch.utils import _pytree as pytree
 
+from poptorch.runtime.fusion import kernel_directory
 from poptorch.runtime.jit import Program
 from poptorch.runtime.random import device_random
 
@@ -222,37 +223,40 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
                                                 opts.auto_round_num_ipus)
         _logging.configure(opts)
         start = time.perf_counter()
-        key = _cache.key_of(self, model, m_args, m_kwargs) if opts.executable_cache_dir else None
-        keyed_at = time.perf_counter()
-        compiled = _cache.load(opts.executable_cache_dir, key, self._training) if key else None
-        cache_timings = {"fingerprint": keyed_at - start} if key else {}
-        if compiled:
-            compiled.timings = {**cache_timings, "cache read": time.perf_counter() - keyed_at}
-        # capture, import, the pipeline's steps, the JIT and the machine model
-        total = 2 if compiled else 4 + len(_compiler.PIPELINE) + len(multi_ipu)
-        progress = _logging.CompileProgress(opts.show_compilation_progress_bar, total)
-        try:
-            if compiled is None:
-                progress.start("capture")
-                capture_start = time.perf_counter()
-                captured = self._capture(_narrowed(model), m_args, m_kwargs)
-                captured_at = time.perf_counter()
-                progress.done()
-                compiled = _compiler.compile_captured(
-                    captured, opts.ir_dump_dir, opts.module_namescope, tuple(multi_ipu),
-                    progress=progress, log_dir=opts.log_dir)
-                compiled.timings = {**cache_timings, "capture": captured_at - capture_start,
-                                    **compiled.timings}
-                if key:
-                    _cache.store(opts.executable_cache_dir, key, compiled, self._training)
-            else:
-                progress.start("executable cache")
-                progress.done()
-            installing = time.perf_counter()
-            self._install(compiled, spec, [(tuple(t.shape), t.dtype) for t in micro
-                                           if isinstance(t, torch.Tensor)], progress)
-        finally:
-            progress.close()
+        # compiled kernels are kept in, and loaded from, the executable cache too
+        cache_dir = opts.executable_cache_dir
+        with kernel_directory(cache_dir):
+            key = _cache.key_of(self, model, m_args, m_kwargs) if cache_dir else None
+            keyed_at = time.perf_counter()
+            compiled = _cache.load(opts.executable_cache_dir, key, self._training) if key else None
+            cache_timings = {"fingerprint": keyed_at - start} if key else {}
+            if compiled:
+                compiled.timings = {**cache_timings, "cache read": time.perf_counter() - keyed_at}
+            # capture, import, the pipeline's steps, the JIT and the machine model
+            total = 2 if compiled else 4 + len(_compiler.PIPELINE) + len(multi_ipu)
+            progress = _logging.CompileProgress(opts.show_compilation_progress_bar, total)
+            try:
+                if compiled is None:
+                    progress.start("capture")
+                    capture_start = time.perf_counter()
+                    captured = self._capture(_narrowed(model), m_args, m_kwargs)
+                    captured_at = time.perf_counter()
+                    progress.done()
+                    compiled = _compiler.compile_captured(
+                        captured, opts.ir_dump_dir, opts.module_namescope, tuple(multi_ipu),
+                        progress=progress, log_dir=opts.log_dir)
+                    compiled.timings = {**cache_timings, "capture": captured_at - capture_start,
+                                        **compiled.timings}
+                    if key:
+                        _cache.store(opts.executable_cache_dir, key, compiled, self._training)
+                else:
+                    progress.start("executable cache")
+                    progress.done()
+                installing = time.perf_counter()
+                self._install(compiled, spec, [(tuple(t.shape), t.dtype) for t in micro
+                                               if isinstance(t, torch.Tensor)], progress)
+            finally:
+                progress.close()
         self._simulate()
         # memory estimate, weight upload, extra programs and the simulated timeline
         compiled.timings["install"] = time.perf_counter() - installing

@@ -16,7 +16,7 @@ static result shape, each reading the others' results or values made outside the
 by the group is read in place (an LSTM cell's four gates are slices of one tensor), and a
 splat constant becomes a literal. A group runs where its last op was, so it may only take
 in an op when nothing outside it reads its values before that op. Groups smaller than
-FUSE_MIN_ELEMENTS are left to NumPy (a kernel costs 10-20 ms of compile time, which
+FUSE_MIN_ELEMENTS are left to NumPy (compiling a kernel costs 10-20 ms, which
 small tensors never repay), as are single ops that are one NumPy pass (`COMPOSITE`).
 
 The IR passes and the cost model never see these groups: the machine model's timeline
@@ -25,6 +25,15 @@ still costs each ipu op as the IPU runs it; fusion is how the host runs the numb
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -40,7 +49,7 @@ from .scalar_ir import COMPOSITE, EMITTERS, Body
 _FFI = cffi.FFI()
 
 # Groups whose result has fewer elements stay NumPy ops.
-FUSE_MIN_ELEMENTS = 1 << 12
+FUSE_MIN_ELEMENTS = 1 << 10
 
 _TYPES = {"f32": np.dtype(np.float32), "i1": np.dtype(np.bool_)}
 _MEMORY = {"f32": "f32", "i1": "i8"}  # how each element type is stored (NumPy's bool: a byte)
@@ -397,8 +406,8 @@ class FusedKernel:
     (one array of pointers to the arguments), called through cffi: it takes an array's
     address 5x faster than ctypes (0.5 against 2.4 us)."""
 
-    def __init__(self, engine, address: int, group: Group) -> None:
-        self.engine = engine  # keeps the machine code alive
+    def __init__(self, code, address: int, group: Group) -> None:
+        self.code = code  # the engine or library holding the machine code: kept alive
         self.spec = [(int(np.prod(v.type.shape, dtype=np.int64)), v.type.rank,
                       _TYPES[_element(v.type)]) for v in group.inputs]
         self.shapes = [tuple(v.type.shape) for v in group.outputs]
@@ -450,15 +459,81 @@ class Kernels:
     kernels: list[FusedKernel]
 
 
+# The executable cache directory of the compile in progress, if any: compiled kernel
+# modules are kept there as shared objects, so that a warm compile loads them.
+_DIRECTORY: contextvars.ContextVar[str | None] = contextvars.ContextVar("kernels", default=None)
+
+
+@contextlib.contextmanager
+def kernel_directory(directory: str | None):
+    """Keep and load compiled kernel modules in `directory` within this block."""
+    token = _DIRECTORY.set(directory)
+    try:
+        yield
+    finally:
+        _DIRECTORY.reset(token)
+
+
+def _host() -> str:
+    """What compiled code depends on besides its IR: the LLVM in torch-mlir (its version)
+    and the host CPU it targeted (the ExecutionEngine compiles for the host's features)."""
+    from importlib.metadata import version
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        cpu = ""
+    return f"{version('torch-mlir')} {platform.machine()} {cpu}"
+
+
+def _link(engine, path: str) -> None:
+    """Write the engine's machine code as the shared object `path`, linked by the
+    system's C compiler driver; nothing when there is none or linking fails (the next
+    process compiles again)."""
+    driver = shutil.which("cc")
+    if driver is None:
+        return
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as scratch:
+        obj, lib = os.path.join(scratch, "k.o"), os.path.join(scratch, "k.so")
+        engine.dump_to_object_file(obj)
+        done = subprocess.run([driver, "-shared", "-o", lib, obj], capture_output=True,
+                              timeout=60)
+        if done.returncode == 0:
+            os.replace(lib, path)
+
+
 def compile_kernels(groups: list[Group], context: ir.Context) -> Kernels:
-    """Lower and compile the kernel module of `groups` with MLIR's ExecutionEngine."""
+    """Lower and compile the kernel module of `groups` with MLIR's ExecutionEngine, or
+    load it from the executable cache directory (`kernel_directory`) when an earlier
+    process kept it there."""
+    text, numbers = kernel_module(groups)
+    count = max(numbers) + 1
+    directory = _DIRECTORY.get()
+    path = None
+    if directory:
+        digest = hashlib.sha256(f"{_host()}\n{LOWERING}\n{text}".encode()).hexdigest()[:32]
+        path = os.path.join(directory, f"kernels-{digest}.so")
+        if os.path.exists(path):
+            try:
+                library = ctypes.CDLL(path)
+                addresses = [ctypes.cast(library[f"_mlir_fused_{i}"], ctypes.c_void_p).value
+                             for i in range(count)]
+                return Kernels(text, [FusedKernel(library, addresses[number], group)
+                                      for group, number in zip(groups, numbers, strict=True)])
+            except (OSError, AttributeError):
+                pass  # damaged or foreign: compile again (and replace it)
     from torch_mlir.execution_engine import ExecutionEngine
 
-    text, numbers = kernel_module(groups)
     with context:
         module = ir.Module.parse(text)
         passmanager.PassManager.parse(LOWERING).run(module.operation)
         engine = ExecutionEngine(module, opt_level=3)
-    addresses = [engine.raw_lookup(f"fused_{i}") for i in range(max(numbers) + 1)]
+    addresses = [engine.raw_lookup(f"fused_{i}") for i in range(count)]
+    if path:
+        try:
+            _link(engine, path)
+        except (OSError, subprocess.SubprocessError):
+            pass
     return Kernels(text, [FusedKernel(engine, addresses[number], group)
                           for group, number in zip(groups, numbers, strict=True)])

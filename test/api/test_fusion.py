@@ -358,3 +358,44 @@ def test_models_dump_their_kernels(tmp_path):
     program = (tmp_path / "program.py").read_text()
     assert "= fused_0(" in program and "# add gelu" in program
     assert (tmp_path / "kernels.mlir").read_text() == ipu._compiled.program.kernels
+
+
+def test_the_executable_cache_keeps_compiled_kernels(tmp_path, monkeypatch):
+    """Within `kernel_directory`, a kernel module is linked into a shared object there;
+    the next compile of the same kernels loads it without MLIR's ExecutionEngine. A
+    damaged file is compiled again and replaced."""
+    import shutil as shell
+
+    if shell.which("cc") is None:
+        pytest.skip("no C compiler driver to link the shared object with")
+    text = f"""
+    func.func @main(%x: {T}) -> {T} {{
+      %0 = "ipu.tanh"(%x) : ({T}) -> {T}
+      return %0 : {T}
+    }}"""
+    x = values(15)
+    with fusion.kernel_directory(str(tmp_path)):
+        first, _ = compile_both(text)
+    kept = sorted(p.name for p in tmp_path.iterdir())
+    assert len(kept) == 1 and kept[0].startswith("kernels-") and kept[0].endswith(".so")
+    expected, = first.run(x)
+
+    import torch_mlir.execution_engine as engine
+
+    class NoEngine:
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("compiled again")
+
+    with monkeypatch.context() as patch, fusion.kernel_directory(str(tmp_path)):
+        patch.setattr(engine, "ExecutionEngine", NoEngine)
+        loaded, _ = compile_both(text)
+    np.testing.assert_array_equal(loaded.run(x)[0], expected)
+
+    # (in another directory: this process has the first file mapped, as dlopen keeps it)
+    damaged = tmp_path / "other"
+    damaged.mkdir()
+    (damaged / kept[0]).write_bytes(b"not a shared object")
+    with fusion.kernel_directory(str(damaged)):
+        again, _ = compile_both(text)
+    np.testing.assert_array_equal(again.run(x)[0], expected)
+    assert (damaged / kept[0]).read_bytes()[:4] == b"\x7fELF"
