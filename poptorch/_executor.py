@@ -228,7 +228,7 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         with kernel_directory(cache_dir):
             key = _cache.key_of(self, model, m_args, m_kwargs) if cache_dir else None
             keyed_at = time.perf_counter()
-            compiled = _cache.load(opts.executable_cache_dir, key, self._training) if key else None
+            compiled = _cache.load(cache_dir, key, self._training) if key else None
             cache_timings = {"fingerprint": keyed_at - start} if key else {}
             if compiled:
                 compiled.timings = {**cache_timings, "cache read": time.perf_counter() - keyed_at}
@@ -248,7 +248,7 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
                     compiled.timings = {**cache_timings, "capture": captured_at - capture_start,
                                         **compiled.timings}
                     if key:
-                        _cache.store(opts.executable_cache_dir, key, compiled, self._training)
+                        _cache.store(cache_dir, key, compiled, self._training)
                 else:
                     progress.start("executable cache")
                     progress.done()

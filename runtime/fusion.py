@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -213,11 +214,11 @@ def find_groups(block: ir.Block, position: dict[ir.Operation, int],
         group_of[op] = target
     kept = [g for g in groups if g.worth()]
     for group in kept:
-        _connect(group, group_of)
+        _connect(group)
     return kept
 
 
-def _connect(group: Group, group_of: dict[ir.Operation, Group]) -> None:
+def _connect(group: Group) -> None:
     """Fill the group's inputs (absorbing slices and splat constants read only by it)
     and outputs (its values read outside it)."""
     members = set(group.ops)
@@ -392,9 +393,9 @@ def kernel_module(groups: list[Group]) -> tuple[str, list[int]]:
     functions: dict[str, int] = {}
     numbers = []
     for group in groups:
-        text = _function("@NAME@", group)
+        text = _function("NAME", group)
         numbers.append(functions.setdefault(text, len(functions)))
-    body = [text.replace("@NAME@", f"fused_{i}") for text, i in functions.items()]
+    body = [text.replace("@NAME(", f"@fused_{i}(", 1) for text, i in functions.items()]
     return "module {\n" + "\n".join(body) + "\n}\n", numbers
 
 
@@ -474,6 +475,7 @@ def kernel_directory(directory: str | None):
         _DIRECTORY.reset(token)
 
 
+@functools.cache
 def _host() -> str:
     """What compiled code depends on besides its IR: the LLVM in torch-mlir (its version)
     and the host CPU it targeted (the ExecutionEngine compiles for the host's features)."""

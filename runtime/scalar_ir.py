@@ -157,7 +157,8 @@ def _rsqrt(b: Body, x: str) -> str:
     return b.f("divf", b.const(1.0), b.m("sqrt", x))
 
 
-def _cast(b: Body, x: str, source: str, target: str) -> str:
+def cast(b: Body, x: str, source: str, target: str) -> str:
+    """`ipu.cast` between f32 and i1 (the casts a fused kernel takes)."""
     if source == target:
         return x
     if source == "f32":  # to i1: nonzero (NaN too), as NumPy's astype(bool)
@@ -210,8 +211,3 @@ EMITTERS: dict[str, tuple[Callable[..., str], tuple[str, ...], str]] = {
 # Ops that are many NumPy passes each: worth a kernel of their own
 COMPOSITE = {"ipu.exp", "ipu.tanh", "ipu.sigmoid", "ipu.erf", "ipu.gelu", "ipu.gelu_tanh",
              "ipu.rsqrt", "ipu.select"}
-
-
-def cast(b: Body, x: str, source: str, target: str) -> str:
-    """`ipu.cast` between f32 and i1 (the casts a fused kernel takes)."""
-    return _cast(b, x, source, target)
