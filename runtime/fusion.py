@@ -496,6 +496,9 @@ def _link(engine, path: str) -> None:
     driver = shutil.which("cc")
     if driver is None:
         return
+    # a cold compile runs before the executable cache stores its entry (and makes the
+    # directory)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as scratch:
         obj, lib = os.path.join(scratch, "k.o"), os.path.join(scratch, "k.so")
         engine.dump_to_object_file(obj)

@@ -417,3 +417,30 @@ def test_the_executable_cache_keeps_compiled_kernels(tmp_path, monkeypatch):
         again, _ = compile_both(text)
     np.testing.assert_array_equal(again.run(x)[0], expected)
     assert (damaged / kept[0]).read_bytes()[:4] == b"\x7fELF"
+
+
+def test_a_cold_compile_keeps_its_kernels_for_the_next_process(tmp_path, monkeypatch):
+    """The first compile into a cache directory that does not exist yet keeps its kernel
+    module there (the JIT runs before the cache entry makes the directory), so the next
+    compile is a cache hit that loads it instead of compiling it again."""
+    import shutil as shell
+
+    if shell.which("cc") is None:
+        pytest.skip("no C compiler driver to link the shared object with")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU())
+    x = torch.randn(64, 64)
+    cache = tmp_path / "not-yet"
+    opts = poptorch.Options().enableExecutableCaching(str(cache))
+    expected = poptorch.inferenceModel(model, opts)(x)
+    assert len(list(cache.glob("kernels-*.so"))) == 1
+
+    import torch_mlir.execution_engine as engine
+
+    class NoEngine:
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("compiled again")
+
+    monkeypatch.setattr(engine, "ExecutionEngine", NoEngine)
+    warm = poptorch.inferenceModel(model, poptorch.Options().enableExecutableCaching(str(cache)))
+    torch.testing.assert_close(warm(x), expected, rtol=0, atol=0)
