@@ -129,8 +129,15 @@ def make_context(irdl_directory: str | None = None) -> ir.Context:
     return context
 
 
+# Loaded when a context is made: the dialects our Python code builds ops in (irdl for the
+# ipu dialect's definition; ipu itself is loaded by `Ipu.load`, torch by its registration,
+# torch_c below). Parsing and passes load any other registered dialect when they need it;
+# loading all of them made a context take 21 ms instead of 13.
+_LOADED = ["builtin", "func", "arith", "tensor", "irdl"]
+
+
 def _new_context() -> ir.Context:
-    ctx = ir.Context()
+    ctx = ir.Context(load_on_create_dialects=_LOADED)
     ctx.enable_multithreading(False)
     torch_dialect.register_dialect(ctx)
     with ctx, ir.Location.unknown():
