@@ -17,6 +17,7 @@ reader never sees a partial file.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -48,10 +49,16 @@ _MAX_HEADER = 1 << 20
 
 def versions() -> dict[str, str]:
     """The versions a file records and a cache key covers."""
+    return dict(_versions())
+
+
+@functools.cache
+def _versions() -> tuple[tuple[str, str], ...]:
+    # (once per process: reading torch-mlir's package metadata takes 0.4-0.8 ms)
     from poptorch import __version__
 
-    return {"poptorch": __version__, "torch": torch.__version__,
-            "torch_mlir": importlib.metadata.version("torch-mlir")}
+    return (("poptorch", __version__), ("torch", torch.__version__),
+            ("torch_mlir", importlib.metadata.version("torch-mlir")))
 
 
 def _error(path: str, message: str) -> Error:
