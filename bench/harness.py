@@ -1,14 +1,19 @@
-"""Timing side by side: two callables measured in one process, interleaved, median of
-repeats; and the machine the figures come from.
+"""Timing side by side: two callables measured in one process, in alternating blocks,
+median of repeats; and the machine the figures come from.
 
-Interleaving puts both sides under the same conditions (CPU frequency, other load on the
-machine, cache state). It also exposes a real cost of running NumPy next to PyTorch in
-one process: by default OpenBLAS's worker threads spin for a while after each BLAS call
-(2^28 cycles, OPENBLAS_THREAD_TIMEOUT's default of 28), and torch's OpenMP workers do the
-same, so each side's spinning threads take the cores the other side needs. On this
-2-core machine that made both a torch MLP and a NumPy one 10x slower when interleaved
-than alone. `bench/run.py` therefore sets OPENBLAS_THREAD_TIMEOUT (before NumPy loads)
-unless the caller set it; torch keeps its defaults.
+Alternating puts both sides under the same conditions (CPU frequency, other load on the
+machine). Calling them strictly one after the other does not: by default OpenBLAS's
+worker threads spin for a while after each BLAS call (measured here: 110 ms of CPU on
+the other threads after one 512x512 matmul) and torch's OpenMP workers do the same
+(20 ms), so each side's spinning threads take the cores the other side needs. On this
+2-core machine that made a torch MLP and a NumPy one 10x slower interleaved call by
+call than alone. Turning either side's spinning off instead (OPENBLAS_THREAD_TIMEOUT=4,
+or OMP_WAIT_POLICY=PASSIVE for torch) charges that side a thread wake-up in every call,
+which a user's loop of calls does not pay: it made the machine model's LSTM 2.1x slower
+(2.81 ms alone -> 5.92), and torch's 3.8x (1.51 -> 5.69). So each block starts after
+SETTLE seconds of quiet, so that the other side's workers have gone idle, and its first
+call (which wakes this side's workers) is not counted: each side runs as it does alone,
+with its libraries' defaults, in a loop of calls.
 """
 
 from __future__ import annotations
@@ -27,12 +32,18 @@ import torch
 BUDGET = 1.5
 
 
+# Seconds of quiet before each block: longer than either side's workers spin.
+SETTLE = 0.2
+
+
 def pair(first: Callable[[], object], second: Callable[[], object],
-         budget: float | None = None, least: int = 7, most: int = 41
+         budget: float | None = None, least: int = 8, most: int = 40, rounds: int = 4,
          ) -> tuple[float, float, int]:
-    """Median seconds of `first` and `second`, called alternately (each pair in swapped
-    order every other time) after two warm-up calls each; as many pairs as fit in
-    `budget` seconds, between `least` and `most`. Returns (first, second, pairs)."""
+    """Median seconds of one call of `first` and of `second`, measured in `rounds` rounds
+    of a block of each (the order swapped every other round). A block waits SETTLE
+    seconds, makes one uncounted call, then times its calls; together the blocks of a side
+    time as many calls as fit in `budget` seconds, between `least` and `most`. Returns
+    (first, second, calls timed per side)."""
     for _ in range(2):
         first()
         second()
@@ -41,15 +52,19 @@ def pair(first: Callable[[], object], second: Callable[[], object],
     second()
     once = max(time.perf_counter() - start, 1e-6)
     repeats = max(least, min(most, math.ceil((budget or BUDGET) / once)))
+    per_block = math.ceil(repeats / rounds)
     times: tuple[list[float], list[float]] = ([], [])
-    for index in range(repeats):
+    for index in range(rounds):
         order = (0, 1) if index % 2 == 0 else (1, 0)
         for side in order:
             fn = (first, second)[side]
-            start = time.perf_counter()
+            time.sleep(SETTLE)
             fn()
-            times[side].append(time.perf_counter() - start)
-    return statistics.median(times[0]), statistics.median(times[1]), repeats
+            for _ in range(per_block):
+                start = time.perf_counter()
+                fn()
+                times[side].append(time.perf_counter() - start)
+    return statistics.median(times[0]), statistics.median(times[1]), per_block * rounds
 
 
 def machine() -> dict[str, object]:

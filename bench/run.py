@@ -10,26 +10,18 @@ Results go to DIR/results.json, DIR/results.txt and DIR/ratio_vs_batch.html.
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
+import time
 
-# OpenBLAS reads its spin time once, when NumPy loads it; see harness.py for why the
-# default (2^28 cycles) makes interleaved torch and NumPy work 10x slower on 2 cores.
-if "OPENBLAS_THREAD_TIMEOUT" not in os.environ:
-    os.execve(sys.executable, [sys.executable, *sys.argv],
-              {**os.environ, "OPENBLAS_THREAD_TIMEOUT": "4"})
+import compile_latency
+import harness
+import matmul
+import report
+import throughput
+from models import MODELS
 
-import argparse  # noqa: E402 - after the environment is settled
-import time  # noqa: E402
-
-import compile_latency  # noqa: E402
-import harness  # noqa: E402
-import matmul  # noqa: E402
-import report  # noqa: E402
-import throughput  # noqa: E402
-from models import MODELS  # noqa: E402
-
-import poptorch  # noqa: E402
+import poptorch
 
 SECTIONS = ("inference", "training", "replication", "compile", "matmul")
 BATCHES = (1, 32, 256)
