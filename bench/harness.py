@@ -13,7 +13,8 @@ which a user's loop of calls does not pay: it made the machine model's LSTM 2.1x
 (2.81 ms alone -> 5.92), and torch's 3.8x (1.51 -> 5.69). So each block starts after
 SETTLE seconds of quiet, so that the other side's workers have gone idle, and its first
 call (which wakes this side's workers) is not counted: each side runs as it does alone,
-with its libraries' defaults, in a loop of calls.
+with its libraries' defaults, in a loop of calls. Where both sides are poptorch (the
+replication section) nothing contends, and single calls alternate.
 """
 
 from __future__ import annotations
@@ -37,13 +38,15 @@ SETTLE = 0.2
 
 
 def pair(first: Callable[[], object], second: Callable[[], object],
-         budget: float | None = None, least: int = 8, most: int = 40, rounds: int = 4,
-         ) -> tuple[float, float, int]:
+         budget: float | None = None, least: int = 8, most: int = 40, rounds: int = 8,
+         settle: bool = True) -> tuple[float, float, int]:
     """Median seconds of one call of `first` and of `second`, measured in `rounds` rounds
     of a block of each (the order swapped every other round). A block waits SETTLE
     seconds, makes one uncounted call, then times its calls; together the blocks of a side
-    time as many calls as fit in `budget` seconds, between `least` and `most`. Returns
-    (first, second, calls timed per side)."""
+    time as many calls as fit in `budget` seconds, between `least` and `most`.
+    `settle=False` (both sides are the same library, as replicated and unreplicated
+    poptorch): single calls alternate, with no pause, which follows the machine's drift
+    more closely. Returns (first, second, calls timed per side)."""
     for _ in range(2):
         first()
         second()
@@ -52,14 +55,17 @@ def pair(first: Callable[[], object], second: Callable[[], object],
     second()
     once = max(time.perf_counter() - start, 1e-6)
     repeats = max(least, min(most, math.ceil((budget or BUDGET) / once)))
+    if not settle:
+        rounds = repeats
     per_block = math.ceil(repeats / rounds)
     times: tuple[list[float], list[float]] = ([], [])
     for index in range(rounds):
         order = (0, 1) if index % 2 == 0 else (1, 0)
         for side in order:
             fn = (first, second)[side]
-            time.sleep(SETTLE)
-            fn()
+            if settle:
+                time.sleep(SETTLE)
+                fn()
             for _ in range(per_block):
                 start = time.perf_counter()
                 fn()

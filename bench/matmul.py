@@ -3,7 +3,7 @@
 The model is four bias-free 1024x1024 linear layers on a micro-batch of 512 rows:
 4 x 2 x 512 x 1024 x 1024 = 4.3 GFLOP a call, all of it in matmuls. NumPy's figure is
 the same four products (`x @ w.T`, float32, the weights torch stores) timed in the same
-process, interleaved with the poptorch calls.
+process, in blocks alternating with the poptorch calls (`harness.pair`).
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ def replication(name: str, size: int, replicas: int, train: bool) -> dict[str, f
     args = _inputs(name, size * replicas, train)
     replicated, first = _poptorch_call(_model(name, train), args, replicas, train)
     whole, second = _poptorch_call(_model(name, train), args, 1, train)
-    replicated_s, whole_s, repeats = pair(replicated, whole)
+    replicated_s, whole_s, repeats = pair(replicated, whole, settle=False)
     first.destroy()
     second.destroy()
     return {"replicated_s": replicated_s, "one_replica_s": whole_s,
