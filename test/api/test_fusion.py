@@ -3,6 +3,7 @@ kernel's MLIR, and its numbers against the NumPy kernels (bit for bit where the 
 exact) and against float64 (exp, tanh, sigmoid, erf, GELU within a few ulp)."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -378,14 +379,26 @@ def test_models_dump_their_kernels(tmp_path):
     assert (tmp_path / "kernels.mlir").read_text() == ipu._compiled.program.kernels
 
 
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None,
+                              reason="no C compiler driver to link the shared object with")
+
+
+def forbid_compiling(patch: pytest.MonkeyPatch) -> None:
+    """Make compiling a kernel module with MLIR's ExecutionEngine fail the test."""
+    import torch_mlir.execution_engine as engine
+
+    class NoEngine:
+        def __init__(self, *args, **kwargs):
+            raise AssertionError("compiled again")
+
+    patch.setattr(engine, "ExecutionEngine", NoEngine)
+
+
+@needs_cc
 def test_the_executable_cache_keeps_compiled_kernels(tmp_path, monkeypatch):
     """Within `kernel_directory`, a kernel module is linked into a shared object there;
     the next compile of the same kernels loads it without MLIR's ExecutionEngine. A
     damaged file is compiled again and replaced."""
-    import shutil as shell
-
-    if shell.which("cc") is None:
-        pytest.skip("no C compiler driver to link the shared object with")
     text = f"""
     func.func @main(%x: {T}) -> {T} {{
       %0 = "ipu.tanh"(%x) : ({T}) -> {T}
@@ -398,14 +411,8 @@ def test_the_executable_cache_keeps_compiled_kernels(tmp_path, monkeypatch):
     assert len(kept) == 1 and kept[0].startswith("kernels-") and kept[0].endswith(".so")
     expected, = first.run(x)
 
-    import torch_mlir.execution_engine as engine
-
-    class NoEngine:
-        def __init__(self, *args, **kwargs):
-            raise AssertionError("compiled again")
-
     with monkeypatch.context() as patch, fusion.kernel_directory(str(tmp_path)):
-        patch.setattr(engine, "ExecutionEngine", NoEngine)
+        forbid_compiling(patch)
         loaded, _ = compile_both(text)
     np.testing.assert_array_equal(loaded.run(x)[0], expected)
 
@@ -419,14 +426,11 @@ def test_the_executable_cache_keeps_compiled_kernels(tmp_path, monkeypatch):
     assert (damaged / kept[0]).read_bytes()[:4] == b"\x7fELF"
 
 
+@needs_cc
 def test_a_cold_compile_keeps_its_kernels_for_the_next_process(tmp_path, monkeypatch):
     """The first compile into a cache directory that does not exist yet keeps its kernel
     module there (the JIT runs before the cache entry makes the directory), so the next
     compile is a cache hit that loads it instead of compiling it again."""
-    import shutil as shell
-
-    if shell.which("cc") is None:
-        pytest.skip("no C compiler driver to link the shared object with")
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU())
     x = torch.randn(64, 64)
@@ -435,12 +439,6 @@ def test_a_cold_compile_keeps_its_kernels_for_the_next_process(tmp_path, monkeyp
     expected = poptorch.inferenceModel(model, opts)(x)
     assert len(list(cache.glob("kernels-*.so"))) == 1
 
-    import torch_mlir.execution_engine as engine
-
-    class NoEngine:
-        def __init__(self, *args, **kwargs):
-            raise AssertionError("compiled again")
-
-    monkeypatch.setattr(engine, "ExecutionEngine", NoEngine)
+    forbid_compiling(monkeypatch)
     warm = poptorch.inferenceModel(model, poptorch.Options().enableExecutableCaching(str(cache)))
     torch.testing.assert_close(warm(x), expected, rtol=0, atol=0)
