@@ -258,6 +258,29 @@ def test_leading_replica_axes_go_through_the_kernel():
     np.testing.assert_allclose(cell[2], lstm_cell(gates[2], cs[2])[1], rtol=1e-6, atol=1e-6)
 
 
+def test_a_kernel_called_with_changing_replica_axes_steps_each_call_right():
+    """A kernel remembers the steps of each set of input shapes it has seen (its fast
+    path); calls that alternate between them, and a call with an input that is not
+    contiguous, each read their own inputs."""
+    program, _ = compile_both(CELL)
+    rng = np.random.default_rng(11)
+    one = rng.standard_normal((1, 64, 512), dtype=np.float32)
+    three = rng.standard_normal((3, 1, 64, 512), dtype=np.float32)
+    c = rng.standard_normal((64, 128), dtype=np.float32)
+    cs = rng.standard_normal((3, 64, 128), dtype=np.float32)
+    transposed = np.ascontiguousarray(c.T).T
+    calls = [(one, c), (three, c), (three, cs), (one, c), (three, c), (one, transposed)]
+    for gates, cell in calls * 2:
+        h, _ = program.run(gates, cell)
+        if gates.ndim == 3:
+            np.testing.assert_allclose(h, lstm_cell(gates, cell)[0], rtol=1e-6, atol=1e-6)
+            continue
+        assert h.shape == (3, 64, 128)
+        for r in range(3):
+            np.testing.assert_allclose(h[r], lstm_cell(gates[r], cell[r] if cell.ndim == 3
+                                                       else cell)[0], rtol=1e-6, atol=1e-6)
+
+
 def test_operands_with_different_leading_axes_are_an_error():
     program, _ = compile_both(CELL)
     gates = np.zeros((2, 1, 64, 512), np.float32)
