@@ -12,10 +12,16 @@ through a `FusedKernel`, which gives every operand its leading (replica) axes.
 
 What is grouped: ops with an emitter (`scalar_ir.EMITTERS`) on f32 and i1 tensors of one
 static result shape, each reading the others' results or values made outside the group
-(those may broadcast: size-1 or missing dimensions). A slice with unit steps read only
-by the group is read in place (an LSTM cell's four gates are slices of one tensor), and a
-splat constant becomes a literal. A group runs where its last op was, so it may only take
-in an op when nothing outside it reads its values before that op. Groups smaller than
+(those may broadcast: size-1 or missing dimensions). A group runs where its last op was,
+so it may only take in an op when nothing outside it reads its values before that op.
+
+Some ops are computed inside the kernels that read them instead (`inline`, listed in
+`Group.absorbed`): a slice with unit steps is read in place (an LSTM cell's four gates
+are slices of one tensor), a splat constant becomes a literal, and a fusible op read
+only through such ops is computed where it is read, at most once per element (an LSTM's
+gate sums: the input projection's bias add, read a step at a time, and each step's add,
+read a gate at a time). Where a kernel reads is an argument (`%off<j>`), so an LSTM's
+steps share one kernel function. Groups smaller than
 FUSE_MIN_ELEMENTS are left to NumPy (compiling a kernel costs 10-20 ms, which
 small tensors never repay), as are single ops that are one NumPy pass (`COMPOSITE`).
 
@@ -115,15 +121,27 @@ class Read:
         return (self.value, self.offset, self.view)
 
 
-def _read(value: ir.Value, absorbed: list[ir.Operation]) -> tuple:
-    """The `Read.key` a group reads `value` through (a slice it absorbed reads its
-    operand)."""
-    owner = value.owner
-    view = tuple(value.type.shape)
-    if not isinstance(owner, ir.Block) and owner.operation in absorbed \
-            and owner.name == "ipu.slice":
-        return (owner.operands[0], tuple(int(s) for s in owner.attributes["starts"]), view)
-    return (value, (0,) * len(view), view)
+def _through(op: ir.Operation, offset: tuple[int, ...], view: tuple[int, ...]
+             ) -> list[tuple[ir.Value, tuple[int, ...], tuple[int, ...]]]:
+    """Where an op computed inside a kernel (`inline`), read at `offset` over `view` of its
+    result, reads each operand: a slice shifts the offset by its starts, a reshape adds
+    or drops leading size-1 dims, an elementwise op reads each operand at the same place
+    (right-aligned; index 0 along the operand's broadcast dims)."""
+    if op.name == "ipu.slice":
+        starts = [int(x) for x in op.attributes["starts"]]
+        return [(op.operands[0], tuple(o + x for o, x in zip(offset, starts, strict=True)),
+                 view)]
+    reads = []
+    for value in op.operands:
+        shape = tuple(value.type.shape)
+        extra = len(offset) - len(shape)
+        if extra >= 0:
+            reads.append((value, tuple(0 if n == 1 else offset[extra + d]
+                                       for d, n in enumerate(shape)),
+                          tuple(1 if n == 1 else view[extra + d] for d, n in enumerate(shape))))
+        else:  # a reshape dropping leading size-1 dims: read them at 0
+            reads.append((value, (0,) * -extra + offset, (1,) * -extra + view))
+    return reads
 
 
 @dataclass(eq=False)
@@ -132,7 +150,7 @@ class Group:
 
     shape: tuple[int, ...]
     ops: list[ir.Operation] = field(default_factory=list)
-    absorbed: list[ir.Operation] = field(default_factory=list)  # slices and constants
+    absorbed: list[ir.Operation] = field(default_factory=list)  # `inline` ops it computes
     inputs: list[ir.Value] = field(default_factory=list)  # each array it reads, once
     reads: list[Read] = field(default_factory=list)
     outputs: list[ir.Value] = field(default_factory=list)
@@ -163,11 +181,74 @@ def _splat(value: ir.Value) -> float | bool | None:
     return bool(ir.BoolAttr(splat).value) if element == "i1" else ir.FloatAttr(splat).value
 
 
+def _inline_candidates(block: ir.Block, reserved: set[ir.Operation]) -> set[ir.Operation]:
+    """Ops that may be computed inside the kernels that read them rather than on their
+    own (`inline`): splat constants, unit-step slices and fusible ops, each read only by
+    fusible ops or other candidates, a fusible op only by other candidates (so that an
+    LSTM's gate pre-activations, read through four slices, are computed inside the cell's
+    kernel; a chain of fusible ops is a group instead)."""
+    candidates: set[ir.Operation] = set()
+    for op in reversed(list(block.operations)):
+        op = op.operation
+        if op in reserved or len(op.results) != 1 or _element(op.results[0].type) is None:
+            continue
+        readers = [use.owner.operation for use in op.results[0].uses]
+        if not readers or any(r in reserved for r in readers):
+            continue
+        fusible = [r in candidates or _signature(r.opview) is not None for r in readers]
+        if op.name == "ipu.constant":
+            ok = _splat(op.results[0]) is not None and all(fusible)
+        elif op.name == "ipu.slice":
+            ok = all(int(x) == 1 for x in op.attributes["steps"]) and all(fusible) \
+                and _element(op.operands[0].type) is not None
+        elif _signature(op.opview) is None or (op.name != "ipu.reshape" and not all(
+                _broadcastable(tuple(v.type.shape), tuple(op.results[0].type.shape))
+                for v in op.operands)):
+            ok = False
+        elif op.name == "ipu.reshape":
+            ok = all(fusible)
+        else:
+            ok = all(r in candidates for r in readers)
+        if ok:
+            candidates.add(op)
+    return candidates
+
+
 def find_groups(block: ir.Block, position: dict[ir.Operation, int],
                 reserved: Iterable[ir.Operation] = ()) -> list[Group]:
     """The fusion groups of `block` worth a kernel, in block order. `reserved`: ops the
-    JIT treats otherwise (a gradient's sum over replicas)."""
+    JIT treats otherwise (a gradient's sum over replicas).
+
+    Ops computed inside the kernels that read them (`Group.absorbed`) come from
+    `_inline_candidates`, less those that turn out to be read by an op outside every
+    kept group or would be computed at more places than their result has elements: the
+    groups are found again without those until none is left."""
     reserved = set(reserved)
+    inline = _inline_candidates(block, reserved)
+    while True:
+        kept = [g for g in _form(block, position, reserved, inline) if g.worth()]
+        members = {op for g in kept for op in g.ops}
+        evaluated: dict[ir.Operation, int] = {}
+        for group in kept:
+            _connect(group, inline, evaluated)
+        bad = {op for op, n in evaluated.items()
+               if n > int(np.prod(op.results[0].type.shape, dtype=np.int64))}
+        changed = True
+        while changed:  # an inline op read by an op that is not computed in a kernel
+            left = inline - bad
+            more = {op for op in left if any(
+                use.owner.operation not in members and use.owner.operation not in left
+                for use in op.results[0].uses)}
+            changed = bool(more)
+            bad |= more
+        if not bad:
+            return kept
+        inline -= bad
+
+
+def _form(block: ir.Block, position: dict[ir.Operation, int], reserved: set[ir.Operation],
+          inline: set[ir.Operation]) -> list[Group]:
+    """Groups of fusible ops outside `reserved` and `inline`, in block order."""
     groups: list[Group] = []
     group_of: dict[ir.Operation, Group] = {}
 
@@ -179,7 +260,7 @@ def find_groups(block: ir.Block, position: dict[ir.Operation, int],
 
     for op in block.operations:
         op = op.operation
-        if op in reserved or _signature(op.opview) is None:
+        if op in reserved or op in inline or _signature(op.opview) is None:
             continue
         shape = tuple(op.results[0].type.shape)
         if op.name != "ipu.reshape" and not all(
@@ -212,38 +293,47 @@ def find_groups(block: ir.Block, position: dict[ir.Operation, int],
             groups.append(target)
         target.ops.append(op)
         group_of[op] = target
-    kept = [g for g in groups if g.worth()]
-    for group in kept:
-        _connect(group)
-    return kept
+    return groups
 
 
-def _connect(group: Group) -> None:
-    """Fill the group's inputs (absorbing slices and splat constants read only by it)
-    and outputs (its values read outside it)."""
+def _connect(group: Group, inline: set[ir.Operation], evaluated: dict[ir.Operation, int]
+             ) -> None:
+    """Fill the group's absorbed ops (the `inline` ops its ops read, directly or through
+    each other), its reads (the other values they reach, each at an offset and over a
+    view), inputs (the arrays read) and outputs (its values read outside it). Counts in
+    `evaluated` how many elements of each inline fusible op it computes."""
     members = set(group.ops)
     seen: set[tuple] = set()
+
+    def visit(value: ir.Value, offset: tuple, view: tuple, inside: bool) -> None:
+        key = (value, offset, view)
+        if key in seen:
+            return
+        seen.add(key)
+        owner = value.owner
+        if not isinstance(owner, ir.Block) and owner.operation in members:
+            # an inline op reading a member would read it at another element than the
+            # loop computes; `_form` keeps such readers out (they read it early)
+            assert not inside, owner
+            return
+        if not isinstance(owner, ir.Block) and owner.operation in inline:
+            op = owner.operation
+            if op not in group.absorbed:
+                group.absorbed.append(op)
+            if op.name == "ipu.constant":
+                return
+            if op.name not in ("ipu.slice", "ipu.reshape"):
+                evaluated[op] = evaluated.get(op, 0) + int(np.prod(view, dtype=np.int64))
+            for read in _through(op, offset, view):
+                visit(*read, True)
+            return
+        group.reads.append(Read(value, offset, view))
+        if value not in group.inputs:
+            group.inputs.append(value)
+
     for op in group.ops:
         for value in op.operands:
-            owner = value.owner
-            if not isinstance(owner, ir.Block) and owner.operation in members:
-                continue
-            only_ours = not isinstance(owner, ir.Block) and all(
-                use.owner.operation in members for use in value.uses)
-            if only_ours and _splat(value) is not None:
-                if owner.operation not in group.absorbed:
-                    group.absorbed.append(owner.operation)
-                continue
-            if only_ours and owner.name == "ipu.slice" and owner.operation not in \
-                    group.absorbed and all(s == 1 for s in owner.attributes["steps"]) \
-                    and _element(owner.operands[0].type) is not None:
-                group.absorbed.append(owner.operation)
-            key = _read(value, group.absorbed)
-            if key not in seen:
-                seen.add(key)
-                group.reads.append(Read(*key))
-                if key[0] not in group.inputs:
-                    group.inputs.append(key[0])
+            visit(value, (0,) * value.type.rank, tuple(value.type.shape), False)
     for op in group.ops:
         for result in op.results:
             if any(use.owner.operation not in members for use in result.uses):
@@ -267,13 +357,17 @@ def _access(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int]]:
     strides, offsets = [], []
     for item in group.reads:
         memory = tuple(item.value.type.shape)
-        pad = (1,) * (rank - len(memory))
-        own = _strides(pad + memory)
-        view = pad + item.view
-        offset = (0,) * len(pad) + item.offset
+        offsets.append(sum(o * s for o, s in zip(item.offset, _strides(memory), strict=True)))
+        extra = len(memory) - rank  # dims beyond the loops' (an inline reshape's): one index
+        if extra > 0:
+            assert all(n == 1 for n in item.view[:extra]), item
+            memory, view = memory[extra:], item.view[extra:]
+            own = _strides(item.value.type.shape)[extra:]
+        else:
+            pad = (1,) * -extra
+            own, view = _strides(pad + memory), pad + item.view
         strides.append([0 if view[d] == 1 and shape[d] != 1 else own[d]
                         for d in range(rank)])
-        offsets.append(sum(o * s for o, s in zip(offset, own, strict=True)))
     loops: list[int] = []
     merged: list[list[int]] = [[] for _ in group.reads]
     for d in range(rank):
@@ -290,15 +384,26 @@ def _access(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int]]:
     return tuple(loops), merged, offsets
 
 
+def _apply(body: Body, op: ir.Operation, operands: list[str]) -> str:
+    """The scalar IR of fusible op `op` on `operands` (SSA names)."""
+    if op.name in ("ipu.reshape", "ipu.slice"):
+        return operands[0]
+    types, result = _signature(op.opview)
+    if op.name == "ipu.cast":
+        return scalar_ir.cast(body, operands[0], types[0], result)
+    return EMITTERS[op.name][0](body, *operands)
+
+
 def _function(name: str, group: Group) -> str:
     """The kernel of `group` as a func.func: pointer arguments (inputs, then outputs), the
     number of replicas and each input's replica stride (0: the input has none)."""
-    loops, strides, offsets = _access(group)
+    loops, strides, _ = _access(group)
     size = int(np.prod(group.shape, dtype=np.int64))
     n_in, n_out = len(group.inputs), len(group.outputs)
     args = [f"%in{i}: !llvm.ptr {{llvm.noalias}}" for i in range(n_in)]
     args += [f"%out{i}: !llvm.ptr {{llvm.noalias}}" for i in range(n_out)]
     args += ["%replicas: i64"] + [f"%step{i}: i64" for i in range(n_in)]
+    args += [f"%off{j}: i64" for j in range(len(group.reads))]
     lines = [f"  func.func @{name}({', '.join(args)}) {{",
              "    %c0 = arith.constant 0 : i64", "    %c1 = arith.constant 1 : i64"]
     indent = "    "
@@ -308,12 +413,9 @@ def _function(name: str, group: Group) -> str:
         lines.append(f"{indent}%r{i} = arith.muli %r, %step{i} : i64")
     base = []  # each read's index into its input, as the loops go in
     for j, item in enumerate(group.reads):
-        start = f"%r{group.inputs.index(item.value)}"
-        if offsets[j]:
-            lines.append(f"{indent}%o{j} = arith.constant {offsets[j]} : i64")
-            lines.append(f"{indent}%b{j}_0 = arith.addi {start}, %o{j} : i64")
-            start = f"%b{j}_0"
-        base.append(start)
+        lines.append(f"{indent}%b{j}_0 = arith.addi %r{group.inputs.index(item.value)}, "
+                     f"%off{j} : i64")
+        base.append(f"%b{j}_0")
     lines.append(f"{indent}%n{size}_ = arith.constant {size} : i64")
     lines.append(f"{indent}%ob_0 = arith.muli %r, %n{size}_ : i64")
     out_base = "%ob_0"
@@ -348,27 +450,29 @@ def _function(name: str, group: Group) -> str:
             read[item.key] = f"%v{j}"
         else:
             read[item.key] = f"%l{j}"
+    absorbed = set(group.absorbed)
+
+    def scalar(value: ir.Value, offset: tuple, view: tuple) -> str:
+        """The SSA name of `value` at `offset` over `view` in this iteration."""
+        key = (value, offset, view)
+        if key in read:
+            return read[key]
+        owner = value.owner
+        if value in values:  # a member's result
+            name = values[value]
+        elif owner.name == "ipu.constant":  # absorbed: a splat
+            literal = _splat(value)
+            name = body.const(literal) if _element(value.type) == "f32" else \
+                body.emit(f"arith.constant {str(literal).lower()}")
+        else:  # an inline op: computed here
+            assert owner.operation in absorbed, owner
+            name = _apply(body, owner, [scalar(*r) for r in _through(owner, offset, view)])
+        read[key] = name
+        return name
+
     for op in group.ops:
-        operands = []
-        for value in op.operands:
-            if value in values:
-                operands.append(values[value])
-                continue
-            owner = value.owner
-            if not isinstance(owner, ir.Block) and owner.operation in group.absorbed \
-                    and owner.name == "ipu.constant":
-                literal = _splat(value)
-                operands.append(body.const(literal) if _element(value.type) == "f32" else
-                                body.emit(f"arith.constant {str(literal).lower()}"))
-                continue
-            operands.append(read[_read(value, group.absorbed)])
-        types, result = _signature(op.opview)
-        if op.name == "ipu.reshape":
-            values[op.results[0]] = operands[0]
-        elif op.name == "ipu.cast":
-            values[op.results[0]] = scalar_ir.cast(body, operands[0], types[0], result)
-        else:
-            values[op.results[0]] = EMITTERS[op.name][0](body, *operands)
+        operands = [scalar(v, (0,) * v.type.rank, tuple(v.type.shape)) for v in op.operands]
+        values[op.results[0]] = _apply(body, op, operands)
     lines += body.lines
     for j, value in enumerate(group.outputs):
         element = _element(value.type)
@@ -415,10 +519,14 @@ class FusedKernel:
         self.outputs = [_TYPES[_element(v.type)] for v in group.outputs]
         n_in, n_out = len(self.spec), len(self.outputs)
         self.pointers = _FFI.new("void *[]", n_in + n_out)
-        self.integers = _FFI.new("int64_t[]", 1 + n_in)  # replicas, each input's step
+        # replicas, each input's step, each read's offset (arguments, so that kernels
+        # that differ only in where they read, as an LSTM's steps, share one function)
+        offsets = _access(group)[2]
+        self.integers = _FFI.new("int64_t[]", [1] + [0] * n_in + offsets)
         self.packed = _FFI.new("void *[]", [_FFI.addressof(self.pointers, i)
                                             for i in range(n_in + n_out)]
-                               + [_FFI.addressof(self.integers, i) for i in range(1 + n_in)])
+                               + [_FFI.addressof(self.integers, i)
+                                  for i in range(1 + n_in + len(offsets))])
         self.call = _FFI.cast("void (*)(void **)", address)
         # each seen set of input shapes -> (the integers, the output shapes): its calls
         # take the fast path, which skips the general path's checks (an LSTM step's bias
@@ -483,7 +591,7 @@ class FusedKernel:
         integers[0] = replicas
         self.last = None
         if not kept:
-            plan = (list(integers), [(r.shape, r.dtype) for r in results])
+            plan = (list(integers[0:1 + n_in]), [(r.shape, r.dtype) for r in results])
             self.plans[tuple(a.shape for a in arrays)] = self.last = plan
         self.call(self.packed)
         return results

@@ -87,11 +87,16 @@ class _Codegen:
         self.wrapped = self.fuse_sums(block) if name == _identifier(self.entry) else {}
         emitted: dict[ir.Operation, int] = {}  # a group's last op -> the group's number
         skipped = set(self.links)
-        for group in find_groups(block, self.position, self.summing) if self.fuse else ():
+        groups = find_groups(block, self.position, self.summing) if self.fuse else []
+        ends = {group.last: self.position[group.last] for group in groups}
+        for group in groups:
             emitted[group.last] = len(self.groups)
             self.groups.append(group)
-            for op in group.ops + group.absorbed:  # all run where the group's last op is
-                self.position[op] = self.position[group.last]
+            for op in group.ops:  # all run where the group's last op is
+                self.position[op] = ends[group.last]
+                skipped.add(op)
+            for op in group.absorbed:  # read where the last group that computes it runs
+                self.position[op] = max(self.position[op], ends[group.last])
                 skipped.add(op)
             skipped.discard(group.last)
         params = ", ".join(value_name(a) for a in block.arguments)

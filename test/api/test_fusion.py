@@ -323,9 +323,9 @@ def test_a_group_runs_where_its_last_op_was_so_early_readers_split_it():
 
 
 def test_kernel_ir(tmp_path):
-    """The kernel module FileCheck'd: the gates are read at their slice's offset (128)
-    and row stride (256), the bias along columns only; the slice keeps the two loops
-    apart. The module lowers to LLVM with the JIT's passes in ipu-opt."""
+    """The kernel module FileCheck'd: the gates are read at their slice's offset (128, an
+    argument) and row stride (256), the bias along columns only; the slice keeps the two
+    loops apart. The module lowers to LLVM with the JIT's passes in ipu-opt."""
     program, _ = compile_both(f"""
     func.func @main(%gates: tensor<64x256xf32>, %bias: tensor<128xf32>) -> {T} {{
       %a = "ipu.slice"(%gates) {{starts = array<i64: 0, 128>, ends = array<i64: 64, 256>,
@@ -338,17 +338,17 @@ def test_kernel_ir(tmp_path):
     checks = tmp_path / "checks"
     checks.write_text("""
 CHECK-LABEL: func.func @fused_0(%in0: !llvm.ptr {llvm.noalias}, %in1: !llvm.ptr
-CHECK-SAME: %out0: !llvm.ptr {llvm.noalias}, %replicas: i64, %step0: i64, %step1: i64)
+CHECK-SAME: %out0: !llvm.ptr {llvm.noalias}, %replicas: i64, %step0: i64, %step1: i64,
+CHECK-SAME: %off0: i64, %off1: i64)
 CHECK: scf.for %r = %c0 to %replicas step %c1 : i64
-CHECK: %o0 = arith.constant 128 : i64
-CHECK: %b0_0 = arith.addi %r0, %o0 : i64
+CHECK: %b0_0 = arith.addi %r0, %off0 : i64
 CHECK: %e0 = arith.constant 64 : i64
 CHECK: scf.for %i0 = %c0 to %e0 step %c1 : i64
 CHECK: %s0_0 = arith.constant 256 : i64
 CHECK-NOT: %s1_0
 CHECK: %e1 = arith.constant 128 : i64
 CHECK: scf.for %i1 = %c0 to %e1 step %c1 : i64
-CHECK: %b1_2 = arith.addi %r1, %m1_1 : i64
+CHECK: %b1_2 = arith.addi %b1_0, %m1_1 : i64
 CHECK: %p0 = llvm.getelementptr %in0[%b0_2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 CHECK: %p1 = llvm.getelementptr %in1[%b1_2] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 CHECK: %t1 = arith.addf %l0, %l1 : f32
@@ -366,12 +366,92 @@ CHECK: llvm.store %t4, %q0 : f32, !llvm.ptr
                              capture_output=True, text=True)
     assert lowered.returncode == 0, lowered.stderr
     assert "llvm.func @fused_0" in lowered.stdout and "scf.for" not in lowered.stdout
+    kernel = program.run.__globals__["F"][0]
+    assert list(kernel.integers) == [1, 0, 0, 128, 0]  # replicas, steps, offsets
     gates = values(13, (64, 256))
     bias = values(14, (128,))
     gates[np.isnan(gates)] = 0
     bias[np.isnan(bias)] = 0
     result, = program.run(gates, bias)
     np.testing.assert_array_equal(result, 2 * np.maximum(gates[:, 128:] + bias, 0))
+
+
+G = "tensor<64x512xf32>"
+
+
+def _step(n: int, h: str, c: str) -> str:
+    """Step `n` of an LSTM-like recurrence: its gates are `h` plus slice n of %p, read
+    through four column slices by one elementwise chain."""
+    gates = "\n".join(
+        f'  %g{n}{k} = "ipu.slice"(%a{n}) {{starts = array<i64: 0, {128 * k}>, '
+        f'ends = array<i64: 64, {128 * (k + 1)}>, steps = array<i64: 1, 1>}} : ({G}) -> {T}'
+        for k in range(4))
+    return f"""
+  %s{n} = "ipu.slice"(%p) {{starts = array<i64: {n}, 0, 0>, ends = array<i64: {n + 1}, 64, 512>,
+        steps = array<i64: 1, 1, 1>}} : (tensor<2x64x512xf32>) -> tensor<1x64x512xf32>
+  %r{n} = "ipu.reshape"(%s{n}) : (tensor<1x64x512xf32>) -> {G}
+  %a{n} = "ipu.add"({h}, %r{n}) : ({G}, {G}) -> {G}
+{gates}
+  %i{n} = "ipu.sigmoid"(%g{n}0) : ({T}) -> {T}
+  %t{n} = "ipu.tanh"(%g{n}1) : ({T}) -> {T}
+  %m{n} = "ipu.mul"(%i{n}, %t{n}) : ({T}, {T}) -> {T}
+  %f{n} = "ipu.mul"(%g{n}2, {c}) : ({T}, {T}) -> {T}
+  %o{n} = "ipu.add"(%m{n}, %f{n}) : ({T}, {T}) -> {T}
+  %q{n} = "ipu.add"(%o{n}, %g{n}3) : ({T}, {T}) -> {T}"""
+
+
+def test_ops_read_only_through_slices_are_computed_in_the_kernels_that_read_them():
+    """An LSTM's gate sums: the bias add of the whole input projection (%p) and each
+    step's add are read only through slices, so each step's kernel computes them where
+    it reads them, at offsets that are arguments: one kernel function for both steps
+    (step 1 reads the projection 64 * 512 further on), no NumPy add."""
+    program, numpy_only = compile_both(f"""
+    func.func @main(%proj: tensor<2x64x512xf32>, %bias: tensor<512xf32>, %h0: {G},
+                    %w: tensor<128x512xf32>, %c: {T}) -> ({T}, {T}) {{
+      %p = "ipu.add"(%proj, %bias) : (tensor<2x64x512xf32>, tensor<512xf32>)
+           -> tensor<2x64x512xf32>
+      {_step(0, "%h0", "%c")}
+      %h1 = "ipu.matmul"(%q0, %w) : ({T}, tensor<128x512xf32>) -> {G}
+      {_step(1, "%h1", "%q0")}
+      return %q0, %q1 : {T}, {T}
+    }}""")
+    assert body(program) == [
+        "v5, = fused_0(v2, v0, v1, v4)  # sigmoid tanh mul mul add add",
+        "v6 = ipu_matmul(v5, v3)",
+        "v7, = fused_1(v6, v0, v1, v5)  # sigmoid tanh mul mul add add",
+        "return (v5, v7)"]
+    assert program.kernels.count("func.func") == 1
+    # per gate k: h at 128k, the projection at n * 32768 + 128k, the bias at 128k
+    steps = [list(kernel.integers)[5:] for kernel in program.run.__globals__["F"]]
+    assert steps == [[0, 0, 0, 128, 128, 128, 256, 256, 256, 0, 384, 384, 384],
+                     [0, 32768, 0, 128, 32896, 128, 256, 33024, 256, 0, 384, 33152, 384]]
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(shape, dtype=np.float32) / 4 for shape in
+            [(2, 64, 512), (512,), (64, 512), (128, 512), (64, 128)]]
+    for fused, reference in zip(program.run(*args), numpy_only.run(*args), strict=True):
+        np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=1e-6)
+
+
+def test_an_op_read_through_overlapping_slices_is_computed_once():
+    """Two slices that overlap would compute the exp of their common columns twice: the
+    exp stays a kernel of its own, and the slices are read in place from its result."""
+    program, numpy_only = compile_both(f"""
+    func.func @main(%x: {T}) -> (tensor<64x96xf32>, tensor<64x96xf32>) {{
+      %0 = "ipu.exp"(%x) : ({T}) -> {T}
+      %1 = "ipu.slice"(%0) {{starts = array<i64: 0, 0>, ends = array<i64: 64, 96>,
+           steps = array<i64: 1, 1>}} : ({T}) -> tensor<64x96xf32>
+      %2 = "ipu.slice"(%0) {{starts = array<i64: 0, 32>, ends = array<i64: 64, 128>,
+           steps = array<i64: 1, 1>}} : ({T}) -> tensor<64x96xf32>
+      %3 = "ipu.tanh"(%1) : (tensor<64x96xf32>) -> tensor<64x96xf32>
+      %4 = "ipu.tanh"(%2) : (tensor<64x96xf32>) -> tensor<64x96xf32>
+      return %3, %4 : tensor<64x96xf32>, tensor<64x96xf32>
+    }}""")
+    assert body(program) == ["v1, = fused_0(v0)  # exp", "v2, = fused_1(v1)  # tanh",
+                             "v3, = fused_2(v1)  # tanh", "return (v2, v3)"]
+    x = values(5)
+    with np.errstate(all="ignore"):
+        for fused, reference in zip(program.run(x), numpy_only.run(x), strict=True):
+            np.testing.assert_allclose(fused, reference, rtol=1e-6)
 
 
 def test_identical_groups_share_one_kernel_function():
