@@ -4,12 +4,16 @@ torch's decompositions write `linear` as `mm(x, w.T) * 1 + b * 1`; this pass rem
 multiplications by a splat 1, additions of a splat 0, reshapes, permutes and
 broadcasts that do not change anything (when the result has the operand's type), and
 merges chains of reshapes (batch norm's decomposition unsqueezes one dim at a time) and
-of permutes (a weight gradient is transposed twice on its way out of `mm`'s backward).
+of permutes (a weight gradient is transposed twice on its way out of `mm`'s backward),
+and moves reshapes below unary elementwise ops (a linear layer on a 3-d input leaves
+`relu(reshape(x + b))`: the relu then follows the add, and the JIT fuses them).
 """
 
 from __future__ import annotations
 
 from torch_mlir import ir, rewrite
+
+from poptorch.dialects.elementwise import UNARY
 
 from .registry import Pass, register
 
@@ -104,11 +108,37 @@ def permute_chain(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     return False
 
 
+def _attributes(op: ir.OpView) -> dict[str, ir.Attribute]:
+    return {name: op.attributes[name] for name in op.attributes}
+
+
+def unary_of_reshape(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Pattern: a unary elementwise op of a reshape is the reshape of the op on the
+    reshape's operand (`relu(reshape(x))`, as a linear layer's decomposition leaves
+    between its bias add and the activation, becomes `reshape(relu(x))`: the op is next
+    to the add, and a reshape back to x's shape folds away)."""
+    from poptorch.dialects.data_movement import ReshapeOp
+
+    inner = op.operands[0].owner
+    if not (isinstance(inner, ir.OpView) and inner.operation.name == "ipu.reshape"):
+        return True
+    source = inner.operands[0]
+    attributes = _attributes(op)  # both keep the op's (its stage, its name scope)
+    with rewriter.ip, op.location:
+        moved = ir.Operation.create(op.operation.name, results=[source.type],
+                                    operands=[source], attributes=attributes)
+        reshaped = ReshapeOp(moved.result, op.results[0].type)
+    for name, attr in attributes.items():
+        reshaped.operation.attributes[name] = attr
+    rewriter.replace_op(op, [reshaped.result])
+    return False
+
+
 @register
 class Simplify(Pass):
     argument = "ipu-simplify"
     description = ("Remove multiplications by 1, additions of 0, no-op layout ops and "
-                   "reshape and permute chains")
+                   "reshape and permute chains; move reshapes below unary elementwise ops")
 
     def run(self, module: ir.Operation) -> None:
         patterns = rewrite.RewritePatternSet()
@@ -118,6 +148,8 @@ class Simplify(Pass):
         patterns.add("ipu.div", right_identity(1.0))
         patterns.add("ipu.reshape", reshape_chain)
         patterns.add("ipu.permute", permute_chain)
+        for name in UNARY:
+            patterns.add(f"ipu.{name}", unary_of_reshape)
         for name in ("ipu.broadcast", "ipu.cast"):
             patterns.add(name, same_type)
         rewrite.apply_patterns_and_fold_greedily(module, patterns.freeze())

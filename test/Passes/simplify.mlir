@@ -72,3 +72,26 @@ func.func @permute_chains(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4
   %5 = "ipu.permute"(%4) {dims = array<i64: 0, 1, 2>} : (tensor<3x2x4xf32>) -> tensor<3x2x4xf32>
   return %1, %3, %4, %5 : tensor<2x3x4xf32>, tensor<4x2x3xf32>, tensor<3x2x4xf32>, tensor<3x2x4xf32>
 }
+
+// -----
+
+// A reshape moves below the unary ops that read it, which keep their attributes (the
+// reshape gets them too); the relu's reshape back to the add's shape folds away, and
+// the relu follows the add.
+// CHECK-LABEL: func.func @unary_of_reshape
+// CHECK-NEXT:    %[[A:.*]] = "ipu.add"(%arg0, %arg1) {ipu.name_scope = "fc"}
+// CHECK-NEXT:    %[[R:.*]] = "ipu.relu"(%[[A]]) {ipu.name_scope = "act"} : (tensor<64x512xf32>) -> tensor<64x512xf32>
+// CHECK-NEXT:    %[[T:.*]] = "ipu.tanh"(%[[A]]) {ipu.name_scope = "act"} : (tensor<64x512xf32>) -> tensor<64x512xf32>
+// CHECK-NEXT:    %[[E:.*]] = "ipu.exp"(%[[T]]) : (tensor<64x512xf32>) -> tensor<64x512xf32>
+// CHECK-NEXT:    %[[S:.*]] = "ipu.reshape"(%[[E]]) : (tensor<64x512xf32>) -> tensor<8x8x512xf32>
+// CHECK-NEXT:    return %[[R]], %[[S]]
+func.func @unary_of_reshape(%x: tensor<64x512xf32>, %b: tensor<512xf32>)
+    -> (tensor<64x512xf32>, tensor<8x8x512xf32>) {
+  %0 = "ipu.add"(%x, %b) {ipu.name_scope = "fc"} : (tensor<64x512xf32>, tensor<512xf32>) -> tensor<64x512xf32>
+  %1 = "ipu.reshape"(%0) {ipu.name_scope = "fc"} : (tensor<64x512xf32>) -> tensor<8x8x512xf32>
+  %2 = "ipu.relu"(%1) {ipu.name_scope = "act"} : (tensor<8x8x512xf32>) -> tensor<8x8x512xf32>
+  %3 = "ipu.reshape"(%2) : (tensor<8x8x512xf32>) -> tensor<64x512xf32>
+  %4 = "ipu.tanh"(%1) {ipu.name_scope = "act"} : (tensor<8x8x512xf32>) -> tensor<8x8x512xf32>
+  %5 = "ipu.exp"(%4) : (tensor<8x8x512xf32>) -> tensor<8x8x512xf32>
+  return %3, %5 : tensor<64x512xf32>, tensor<8x8x512xf32>
+}
