@@ -21,7 +21,13 @@ are slices of one tensor), a splat constant becomes a literal, and a fusible op 
 only through such ops is computed where it is read, at most once per element (an LSTM's
 gate sums: the input projection's bias add, read a step at a time, and each step's add,
 read a gate at a time). Where a kernel reads is an argument (`%off<j>`), so an LSTM's
-steps share one kernel function. Groups smaller than
+steps share one kernel function.
+
+A sum, max or min over an operand's trailing dims (`REDUCTIONS`) ends the group of its
+operand: the kernel folds its inner loops into an accumulator and stores it once per
+element of the outer ones (softmax's row max, layer norm's row sums). The fold is
+reassociated, which lets LLVM vectorise it: a sum differs from NumPy's pairwise sum by
+rounding (within 2e-6 relative in the tests); max and min are exact and keep NaN. Groups smaller than
 FUSE_MIN_ELEMENTS are left to NumPy (compiling a kernel costs 10-20 ms, which
 small tensors never repay), as are single ops that are one NumPy pass (`COMPOSITE`).
 
@@ -106,6 +112,24 @@ def _broadcastable(source: tuple[int, ...], shape: tuple[int, ...]) -> bool:
         s in (1, d) for s, d in zip(source[::-1], shape[::-1], strict=False))
 
 
+# reduction kind -> (the accumulator's first value, the combining arith op)
+REDUCTIONS = {"sum": (0.0, "addf"), "max": (float("-inf"), "maximumf"),
+              "min": (float("inf"), "minimumf")}
+
+
+def _reduction(op: ir.Operation) -> int | None:
+    """How many trailing dims `op` reduces when it is an f32 `ipu.reduce` (sum, max or
+    min) over its operand's last dims, which a group may end with; else None."""
+    if op.name != "ipu.reduce" or _element(op.operands[0].type) != "f32" \
+            or _element(op.results[0].type) != "f32" \
+            or op.attributes["kind"].value not in REDUCTIONS:
+        return None
+    rank = op.operands[0].type.rank
+    dims = sorted(int(d) % rank for d in op.attributes["dims"])
+    k = len(dims)
+    return k if k and dims == list(range(rank - k, rank)) else None
+
+
 @dataclass(eq=False)
 class Read:
     """How a group reads one of its inputs: `value` (an array at run time) from `offset`
@@ -154,6 +178,7 @@ class Group:
     inputs: list[ir.Value] = field(default_factory=list)  # each array it reads, once
     reads: list[Read] = field(default_factory=list)
     outputs: list[ir.Value] = field(default_factory=list)
+    reduced: int = 0  # trailing dims of `shape` its last op (an ipu.reduce) folds
 
     @property
     def last(self) -> ir.Operation:
@@ -163,7 +188,8 @@ class Group:
         elements = int(np.prod(self.shape, dtype=np.int64))
         computing = [op for op in self.ops if op.name != "ipu.reshape"]
         return elements >= FUSE_MIN_ELEMENTS and (
-            len(computing) >= 2 or (computing and computing[0].name in COMPOSITE))
+            len(computing) >= 2 or self.reduced > 0
+            or (computing and computing[0].name in COMPOSITE))
 
 
 def _splat(value: ir.Value) -> float | bool | None:
@@ -260,7 +286,26 @@ def _form(block: ir.Block, position: dict[ir.Operation, int], reserved: set[ir.O
 
     for op in block.operations:
         op = op.operation
-        if op in reserved or op in inline or _signature(op.opview) is None:
+        if op in reserved or op in inline:
+            continue
+        reduced = _reduction(op)
+        if reduced is not None and not list(op.results[0].uses):
+            continue  # dead: the NumPy call stays as it was
+        if reduced is not None:  # ends the group of its operand (or one of its own)
+            shape = tuple(op.operands[0].type.shape)
+            source = op.operands[0].owner
+            target = None if isinstance(source, ir.Block) else group_of.get(source.operation)
+            if target is None or target.reduced or _core(target.shape) != _core(shape) \
+                    or read_early(set(target.ops) | {op}, position[op]):
+                target = Group(shape)
+                groups.append(target)
+            elif len(shape) > len(target.shape):
+                target.shape = shape
+            target.ops.append(op)
+            target.reduced = reduced
+            group_of[op] = target
+            continue
+        if _signature(op.opview) is None:
             continue
         shape = tuple(op.results[0].type.shape)
         if op.name != "ipu.reshape" and not all(
@@ -270,6 +315,7 @@ def _form(block: ir.Block, position: dict[ir.Operation, int], reserved: set[ir.O
         candidates = sorted({group_of[v.owner.operation] for v in op.operands
                              if not isinstance(v.owner, ir.Block)
                              and v.owner.operation in group_of
+                             and not group_of[v.owner.operation].reduced
                              and _core(group_of[v.owner.operation].shape) == _core(shape)},
                             key=lambda g: -position[g.last])
         # join every group it reads (they all run here then), else the latest it can
@@ -348,10 +394,11 @@ def _strides(shape: tuple[int, ...]) -> list[int]:
     return strides[::-1]
 
 
-def _access(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int]]:
-    """The loop nest of `group`: its result shape with dimensions merged wherever every
-    read steps through both contiguously, each read's stride per loop dimension (0 where
-    it broadcasts) and its constant offset (a slice's start)."""
+def _access(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int], int]:
+    """The loop nest of `group`: its shape with dimensions merged wherever every read
+    steps through both contiguously, each read's stride per loop dimension (0 where it
+    broadcasts), its constant offset (a slice's start), and how many outer loops the
+    group's reduction keeps (the rest it folds; all loops when it has none)."""
     shape = group.shape
     rank = len(shape)
     strides, offsets = [], []
@@ -370,8 +417,13 @@ def _access(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int]]:
                         for d in range(rank)])
     loops: list[int] = []
     merged: list[list[int]] = [[] for _ in group.reads]
+    kept = None  # how many outer loops a reduction keeps
     for d in range(rank):
-        if loops and all(m[-1] == s[d] * shape[d] for m, s in zip(merged, strides, strict=True)):
+        if d == rank - group.reduced:
+            kept = len(loops)
+        # (a reduced dim and a kept one stay apart: the fold is over whole loops)
+        if loops and d != rank - group.reduced and all(
+                m[-1] == s[d] * shape[d] for m, s in zip(merged, strides, strict=True)):
             loops[-1] *= shape[d]
             for m, s in zip(merged, strides, strict=True):
                 m[-1] = s[d]
@@ -381,7 +433,8 @@ def _access(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int]]:
                 m.append(s[d])
     if not loops:  # a rank-0 group: one iteration
         loops, merged = [1], [[0] for _ in group.reads]
-    return tuple(loops), merged, offsets
+    return tuple(loops), merged, offsets, len(loops) if kept is None else kept
+
 
 
 def _apply(body: Body, op: ir.Operation, operands: list[str]) -> str:
@@ -396,8 +449,10 @@ def _apply(body: Body, op: ir.Operation, operands: list[str]) -> str:
 
 def _function(name: str, group: Group) -> str:
     """The kernel of `group` as a func.func: pointer arguments (inputs, then outputs), the
-    number of replicas and each input's replica stride (0: the input has none)."""
-    loops, strides, _ = _access(group)
+    number of replicas, each input's replica stride (0: the input has none) and each
+    read's offset. A group ending in a reduction folds its inner loops into an
+    accumulator (`iter_args`), stored once per element of the outer ones."""
+    loops, strides, _, kept = _access(group)
     size = int(np.prod(group.shape, dtype=np.int64))
     n_in, n_out = len(group.inputs), len(group.outputs)
     args = [f"%in{i}: !llvm.ptr {{llvm.noalias}}" for i in range(n_in)]
@@ -407,6 +462,10 @@ def _function(name: str, group: Group) -> str:
     lines = [f"  func.func @{name}({', '.join(args)}) {{",
              "    %c0 = arith.constant 0 : i64", "    %c1 = arith.constant 1 : i64"]
     indent = "    "
+    reduction = group.last if group.reduced else None
+    if reduction is not None:
+        first, combine = REDUCTIONS[reduction.attributes["kind"].value]
+        lines.append(f"{indent}%init = arith.constant {scalar_ir.f32_literal(first)} : f32")
     lines.append(f"{indent}scf.for %r = %c0 to %replicas step %c1 : i64 {{")
     indent += "  "
     for i in range(n_in):
@@ -420,9 +479,19 @@ def _function(name: str, group: Group) -> str:
     lines.append(f"{indent}%ob_0 = arith.muli %r, %n{size}_ : i64")
     out_base = "%ob_0"
     out_strides = _strides(loops)
+    if reduction is not None:  # the folded result's index: over the kept loops
+        folded = int(np.prod(loops[:kept], dtype=np.int64))
+        lines.append(f"{indent}%nr_ = arith.constant {folded} : i64")
+        lines.append(f"{indent}%rb_0 = arith.muli %r, %nr_ : i64")
+        fold_strides = _strides(loops[:kept])
     for d, extent in enumerate(loops):
         lines.append(f"{indent}%e{d} = arith.constant {extent} : i64")
-        lines.append(f"{indent}scf.for %i{d} = %c0 to %e{d} step %c1 : i64 {{")
+        if reduction is not None and d >= kept:
+            start = "%init" if d == kept else f"%a{d - 1}"
+            lines.append(f"{indent}%acc{d} = scf.for %i{d} = %c0 to %e{d} step %c1 "
+                         f"iter_args(%a{d} = {start}) -> (f32) : i64 {{")
+        else:
+            lines.append(f"{indent}scf.for %i{d} = %c0 to %e{d} step %c1 : i64 {{")
         indent += "  "
         for j in range(len(group.reads)):
             stride = strides[j][d]
@@ -435,6 +504,10 @@ def _function(name: str, group: Group) -> str:
         lines.append(f"{indent}%om_{d} = arith.muli %i{d}, %os_{d} : i64")
         lines.append(f"{indent}%ob_{d + 1} = arith.addi {out_base}, %om_{d} : i64")
         out_base = f"%ob_{d + 1}"
+        if reduction is not None and d < kept:
+            lines.append(f"{indent}%rs_{d} = arith.constant {fold_strides[d]} : i64")
+            lines.append(f"{indent}%rm_{d} = arith.muli %i{d}, %rs_{d} : i64")
+            lines.append(f"{indent}%rb_{d + 1} = arith.addi %rb_{d}, %rm_{d} : i64")
     body = Body(indent)
     values: dict[ir.Value, str] = {}
     read: dict[tuple, str] = {}
@@ -472,9 +545,15 @@ def _function(name: str, group: Group) -> str:
 
     for op in group.ops:
         operands = [scalar(v, (0,) * v.type.rank, tuple(v.type.shape)) for v in op.operands]
-        values[op.results[0]] = _apply(body, op, operands)
+        if reduction is not None and op == reduction:  # reassociation: LLVM vectorises it
+            folded_value = body.emit(f"arith.{combine} %a{len(loops) - 1}, {operands[0]} "
+                                     f"fastmath<reassoc> : f32")
+        else:
+            values[op.results[0]] = _apply(body, op, operands)
     lines += body.lines
     for j, value in enumerate(group.outputs):
+        if reduction is not None and value == reduction.results[0]:
+            continue  # stored once its loops are done
         element = _element(value.type)
         memory = _MEMORY[element]
         stored = values[value]
@@ -484,10 +563,18 @@ def _function(name: str, group: Group) -> str:
         lines.append(f"{indent}%q{j} = llvm.getelementptr %out{j}[{out_base}] : "
                      f"(!llvm.ptr, i64) -> !llvm.ptr, {memory}")
         lines.append(f"{indent}llvm.store {stored}, %q{j} : {memory}, !llvm.ptr")
-    for _ in range(len(loops) + 1):
+    for d in reversed(range(len(loops))):
+        if reduction is not None and d >= kept:
+            yielded = folded_value if d == len(loops) - 1 else f"%acc{d + 1}"
+            lines.append(f"{indent}scf.yield {yielded} : f32")
         indent = indent[:-2]
         lines.append(f"{indent}}}")
-    lines += ["    return", "  }"]
+        if reduction is not None and d == kept and reduction.results[0] in group.outputs:
+            j = group.outputs.index(reduction.results[0])
+            lines.append(f"{indent}%q{j} = llvm.getelementptr %out{j}[%rb_{kept}] : "
+                         f"(!llvm.ptr, i64) -> !llvm.ptr, f32")
+            lines.append(f"{indent}llvm.store %acc{kept}, %q{j} : f32, !llvm.ptr")
+    lines += [f"{indent[:-2]}}}", "    return", "  }"]
     return "\n".join(lines)
 
 

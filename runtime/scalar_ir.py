@@ -19,6 +19,14 @@ import numpy as np
 from .kernels.elementwise import _ERF_P, _ERF_Q
 
 
+def f32_literal(value: float) -> str:
+    """`value` as a float32 literal of MLIR: exact, in hex for infinities and NaN."""
+    literal = f"{np.float32(value).item()!r}"
+    if literal in ("inf", "-inf", "nan"):
+        literal = "0x" + np.float32(value).view(np.uint32).tobytes()[::-1].hex().upper()
+    return literal
+
+
 class Body:
     """SSA lines of one loop body, with float32 constants emitted once each."""
 
@@ -35,12 +43,7 @@ class Body:
         return name
 
     def const(self, value: float, type: str = "f32") -> str:
-        if type == "f32":
-            literal = f"{np.float32(value).item()!r}"  # the float32 value, exactly
-            if literal in ("inf", "-inf", "nan"):
-                literal = "0x" + np.float32(value).view(np.uint32).tobytes()[::-1].hex().upper()
-        else:
-            literal = str(int(value))
+        literal = f32_literal(value) if type == "f32" else str(int(value))
         key = f"{literal} : {type}"
         if key not in self.constants:
             self.constants[key] = self.emit(f"arith.constant {key}")

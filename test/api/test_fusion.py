@@ -290,9 +290,9 @@ def test_operands_with_different_leading_axes_are_an_error():
 
 
 def test_a_group_runs_where_its_last_op_was_so_early_readers_split_it():
-    """%1 reads the exp before %2 joins its group: the group would run too late for it,
-    so %2 starts a new group. Ops of other shapes, reductions and small tensors stay
-    NumPy calls, as does a single op that is one NumPy pass."""
+    """%1 reads the exp before %2 joins its group: the reduction ends the exp's group
+    (it folds the exp's loop), so %2 starts a new group. Ops of other shapes and small
+    tensors stay NumPy calls, as does a single op that is one NumPy pass."""
     program, numpy_only = compile_both(f"""
     func.func @main(%x: {T}, %small: tensor<8x8xf32>) -> ({T}, tensor<64x1xf32>, {T},
                                                           tensor<8x8xf32>, {T}) {{
@@ -307,8 +307,7 @@ def test_a_group_runs_where_its_last_op_was_so_early_readers_split_it():
       return %0, %1, %3, %5, %6 : {T}, tensor<64x1xf32>, {T}, tensor<8x8xf32>, {T}
     }}""")
     assert body(program) == [
-        "v2, = fused_0(v0)  # exp",
-        "v3 = ipu_reduce(v2, kind='sum', axes=(-1,), keepdim=True)",
+        "v2, v3 = fused_0(v0)  # exp reduce",
         "v4, = fused_1(v2, v3)  # sub mul",
         "v5 = ipu_exp(v1)",
         "v6 = ipu_neg(v5, out=v5)",
@@ -452,6 +451,81 @@ def test_an_op_read_through_overlapping_slices_is_computed_once():
     with np.errstate(all="ignore"):
         for fused, reference in zip(program.run(x), numpy_only.run(x), strict=True):
             np.testing.assert_allclose(fused, reference, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min"])
+def test_a_reduction_over_the_last_dims_ends_the_group_of_its_operand(kind):
+    """A sum, max or min over the trailing dims folds the group's inner loops (here the
+    last two dims, with and without keepdim); the values before it come out too. Max and
+    min are exact and keep NumPy's NaN; a sum is reassociated (vectorised), within a few
+    ulp of NumPy's pairwise sum. A reduction over a leading dim stays a NumPy call."""
+    S, K = "tensor<16x32x48xf32>", "tensor<16x1x1xf32>"
+    program, numpy_only = compile_both(f"""
+    func.func @main(%x: {S}, %b: tensor<48xf32>) -> ({S}, {K}, tensor<16xf32>,
+                                                       tensor<32x48xf32>) {{
+      %0 = "ipu.add"(%x, %b) : ({S}, tensor<48xf32>) -> {S}
+      %1 = "ipu.abs"(%0) : ({S}) -> {S}
+      %2 = "ipu.reduce"(%1) {{kind = "{kind}", dims = array<i64: 1, 2>, keepdim = true}}
+           : ({S}) -> {K}
+      %3 = "ipu.square"(%x) : ({S}) -> {S}
+      %4 = "ipu.reduce"(%3) {{kind = "{kind}", dims = array<i64: 1, 2>, keepdim = false}}
+           : ({S}) -> tensor<16xf32>
+      %5 = "ipu.reduce"(%3) {{kind = "{kind}", dims = array<i64: 0>, keepdim = false}}
+           : ({S}) -> tensor<32x48xf32>
+      return %0, %2, %4, %5 : {S}, {K}, tensor<16xf32>, tensor<32x48xf32>
+    }}""")
+    assert body(program) == [
+        "v2, v3 = fused_0(v0, v1)  # add abs reduce",
+        "v4, v5 = fused_1(v0)  # square reduce",
+        f"v6 = ipu_reduce(v4, kind='{kind}', axes=(-3,), keepdim=False)",
+        "return (v2, v3, v5, v6)"]
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((16, 32, 48), dtype=np.float32)
+    x[3, 5, 7] = np.nan
+    b = rng.standard_normal(48, dtype=np.float32)
+    for fused, reference in zip(program.run(x, b), numpy_only.run(x, b), strict=True):
+        if kind == "sum":
+            np.testing.assert_allclose(fused, reference, rtol=2e-6)
+        else:
+            np.testing.assert_array_equal(fused, reference)
+    assert np.isnan(program.run(x, b)[1][3]).all()
+    # replicas: leading axes go through the fold
+    xs = rng.standard_normal((2, 16, 32, 48), dtype=np.float32)
+    fused = program.run(xs, b)[2]
+    assert fused.shape == (2, 16)
+    for r in range(2):
+        np.testing.assert_allclose(fused[r], numpy_only.run(xs[r], b)[2], rtol=2e-6)
+
+
+def test_reduction_kernel_ir(tmp_path):
+    """FileCheck: the reduced loop carries the accumulator (reassociated adds), which is
+    stored once per row after it; the tanh is stored in the loop."""
+    program, _ = compile_both(f"""
+    func.func @main(%x: {T}) -> ({T}, tensor<64xf32>) {{
+      %0 = "ipu.tanh"(%x) : ({T}) -> {T}
+      %1 = "ipu.reduce"(%0) {{kind = "sum", dims = array<i64: 1>, keepdim = false}}
+           : ({T}) -> tensor<64xf32>
+      return %0, %1 : {T}, tensor<64xf32>
+    }}""")
+    checks = tmp_path / "checks"
+    checks.write_text("""
+CHECK-LABEL: func.func @fused_0(
+CHECK: %init = arith.constant 0.0 : f32
+CHECK: %rb_0 = arith.muli %r, %nr_ : i64
+CHECK: scf.for %i0 = %c0 to %e0 step %c1 : i64 {
+CHECK: %rb_1 = arith.addi %rb_0, %rm_0 : i64
+CHECK: %acc1 = scf.for %i1 = %c0 to %e1 step %c1 iter_args(%a1 = %init) -> (f32) : i64 {
+CHECK: %[[SUM:.*]] = arith.addf %a1, %[[TANH:.*]] fastmath<reassoc> : f32
+CHECK-NEXT: %q0 = llvm.getelementptr %out0[%ob_2]
+CHECK-NEXT: llvm.store %[[TANH]], %q0 : f32, !llvm.ptr
+CHECK-NEXT: scf.yield %[[SUM]] : f32
+CHECK-NEXT: }
+CHECK-NEXT: %q1 = llvm.getelementptr %out1[%rb_1]
+CHECK-NEXT: llvm.store %acc1, %q1 : f32, !llvm.ptr
+""")
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "filecheck"),
+                           str(checks)], input=program.kernels, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_identical_groups_share_one_kernel_function():
