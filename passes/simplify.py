@@ -5,8 +5,10 @@ multiplications by a splat 1, additions of a splat 0, reshapes, permutes and
 broadcasts that do not change anything (when the result has the operand's type), and
 merges chains of reshapes (batch norm's decomposition unsqueezes one dim at a time) and
 of permutes (a weight gradient is transposed twice on its way out of `mm`'s backward),
-and moves reshapes below unary elementwise ops (a linear layer on a 3-d input leaves
-`relu(reshape(x + b))`: the relu then follows the add, and the JIT fuses them).
+moves reshapes below unary elementwise ops (a linear layer on a 3-d input leaves
+`relu(reshape(x + b))`: the relu then follows the add, and the JIT fuses them), and makes
+a sum of products `x1^T y1 + x2^T y2` one product of concatenations (an RNN's weight
+gradient: one matrix product of all steps instead of one per step and their sum).
 """
 
 from __future__ import annotations
@@ -134,16 +136,70 @@ def unary_of_reshape(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     return False
 
 
+def _transposed_product(value: ir.Value) -> tuple[ir.Value, ir.Value] | None:
+    """(x, y) when `value` is `matmul(permute(x, [1, 0]), y)` of matrices, read once."""
+    owner = value.owner
+    if not (isinstance(owner, ir.OpView) and owner.operation.name == "ipu.matmul") \
+            or len(list(value.uses)) != 1:
+        return None
+    lhs, rhs = owner.operands
+    permute = lhs.owner
+    if lhs.type.rank != 2 or rhs.type.rank != 2 or not (
+            isinstance(permute, ir.OpView) and permute.operation.name == "ipu.permute"
+            and list(permute.attributes["dims"]) == [1, 0]):
+        return None
+    return permute.operands[0], rhs
+
+
+def sum_of_products(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Pattern: `x1^T y1 + x2^T y2` is one product, `concat(x1, x2)^T concat(y1, y2)`
+    (an RNN's weight gradient adds one such product per step: one matrix product of all
+    steps instead of a small one per step, and no sum). Repeated, a sum of n products
+    becomes one; the concatenations are chains, which the JIT makes one copy."""
+    from poptorch.dialects.data_movement import ConcatOp, PermuteOp
+    from poptorch.dialects.linear import MatMulOp
+
+    result = op.results[0].type
+    if op.operands[0].type != result or op.operands[1].type != result:
+        return True
+    first, second = (_transposed_product(v) for v in op.operands)
+    if first is None or second is None or first[0].type.element_type != \
+            second[0].type.element_type or first[1].type.element_type != \
+            second[1].type.element_type:
+        return True
+    (x1, y1), (x2, y2) = first, second
+    attributes = _attributes(op)
+
+    def joined(a: ir.Value, b: ir.Value) -> ir.Value:
+        shape = [a.type.shape[0] + b.type.shape[0], a.type.shape[1]]
+        return ConcatOp(a, b, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0),
+                        ir.RankedTensorType.get(shape, a.type.element_type)).result
+
+    with rewriter.ip, op.location:
+        xs, ys = joined(x1, x2), joined(y1, y2)
+        shape = [xs.type.shape[1], xs.type.shape[0]]
+        transposed = PermuteOp(xs, ir.DenseI64ArrayAttr.get([1, 0]),
+                               ir.RankedTensorType.get(shape, xs.type.element_type)).result
+        product = MatMulOp(transposed, ys, result)
+    for made in (xs.owner, ys.owner, transposed.owner, product.operation):
+        for name, attr in attributes.items():
+            made.attributes[name] = attr
+    rewriter.replace_op(op, [product.result])
+    return False
+
+
 @register
 class Simplify(Pass):
     argument = "ipu-simplify"
     description = ("Remove multiplications by 1, additions of 0, no-op layout ops and "
-                   "reshape and permute chains; move reshapes below unary elementwise ops")
+                   "reshape and permute chains; move reshapes below unary elementwise "
+                   "ops; make a sum of products x^T y one product")
 
     def run(self, module: ir.Operation) -> None:
         patterns = rewrite.RewritePatternSet()
         patterns.add("ipu.mul", identity_operand(1.0))
         patterns.add("ipu.add", identity_operand(0.0))
+        patterns.add("ipu.add", sum_of_products)
         patterns.add("ipu.sub", right_identity(0.0))
         patterns.add("ipu.div", right_identity(1.0))
         patterns.add("ipu.reshape", reshape_chain)

@@ -95,3 +95,51 @@ func.func @unary_of_reshape(%x: tensor<64x512xf32>, %b: tensor<512xf32>)
   %5 = "ipu.exp"(%4) : (tensor<8x8x512xf32>) -> tensor<8x8x512xf32>
   return %3, %5 : tensor<64x512xf32>, tensor<8x8x512xf32>
 }
+
+// -----
+
+// A sum of products x^T y (an RNN's weight gradient, one per step) is one product of
+// the concatenated operands; the new ops keep the add's attributes.
+// CHECK-LABEL: func.func @sum_of_products
+// CHECK-NEXT:    %[[X:.*]] = "ipu.concat"(%arg0, %arg2) {dim = 0 : i64, ipu.name_scope = "lstm"} : (tensor<32x512xf32>, tensor<32x512xf32>) -> tensor<64x512xf32>
+// CHECK-NEXT:    %[[Y:.*]] = "ipu.concat"(%arg1, %arg3) {dim = 0 : i64, ipu.name_scope = "lstm"} : (tensor<32x128xf32>, tensor<32x128xf32>) -> tensor<64x128xf32>
+// CHECK-NEXT:    %[[X3:.*]] = "ipu.concat"(%[[X]], %arg4) {dim = 0 : i64} : (tensor<64x512xf32>, tensor<16x512xf32>) -> tensor<80x512xf32>
+// CHECK-NEXT:    %[[Y3:.*]] = "ipu.concat"(%[[Y]], %arg5) {dim = 0 : i64} : (tensor<64x128xf32>, tensor<16x128xf32>) -> tensor<80x128xf32>
+// CHECK-NEXT:    %[[T:.*]] = "ipu.permute"(%[[X3]]) {dims = array<i64: 1, 0>} : (tensor<80x512xf32>) -> tensor<512x80xf32>
+// CHECK-NEXT:    %[[P:.*]] = "ipu.matmul"(%[[T]], %[[Y3]]) : (tensor<512x80xf32>, tensor<80x128xf32>) -> tensor<512x128xf32>
+// CHECK-NEXT:    return %[[P]]
+func.func @sum_of_products(%x1: tensor<32x512xf32>, %y1: tensor<32x128xf32>,
+                           %x2: tensor<32x512xf32>, %y2: tensor<32x128xf32>,
+                           %x3: tensor<16x512xf32>, %y3: tensor<16x128xf32>) -> tensor<512x128xf32> {
+  %p1 = "ipu.permute"(%x1) {dims = array<i64: 1, 0>} : (tensor<32x512xf32>) -> tensor<512x32xf32>
+  %m1 = "ipu.matmul"(%p1, %y1) : (tensor<512x32xf32>, tensor<32x128xf32>) -> tensor<512x128xf32>
+  %p2 = "ipu.permute"(%x2) {dims = array<i64: 1, 0>} : (tensor<32x512xf32>) -> tensor<512x32xf32>
+  %m2 = "ipu.matmul"(%p2, %y2) : (tensor<512x32xf32>, tensor<32x128xf32>) -> tensor<512x128xf32>
+  %s = "ipu.add"(%m1, %m2) {ipu.name_scope = "lstm"} : (tensor<512x128xf32>, tensor<512x128xf32>) -> tensor<512x128xf32>
+  %p3 = "ipu.permute"(%x3) {dims = array<i64: 1, 0>} : (tensor<16x512xf32>) -> tensor<512x16xf32>
+  %m3 = "ipu.matmul"(%p3, %y3) : (tensor<512x16xf32>, tensor<16x128xf32>) -> tensor<512x128xf32>
+  %t = "ipu.add"(%s, %m3) : (tensor<512x128xf32>, tensor<512x128xf32>) -> tensor<512x128xf32>
+  return %t : tensor<512x128xf32>
+}
+
+// -----
+
+// Products read elsewhere too, batched products and broadcasting adds stay.
+// CHECK-LABEL: func.func @products_kept
+// CHECK-NOT: "ipu.concat"
+// CHECK:     "ipu.matmul"
+// CHECK:     "ipu.add"
+// CHECK-COUNT-2: "ipu.matmul"
+// CHECK:     "ipu.add"
+func.func @products_kept(%x: tensor<32x512xf32>, %y: tensor<32x128xf32>,
+                         %b: tensor<2x32x512xf32>, %c: tensor<2x32x128xf32>)
+    -> (tensor<512x128xf32>, tensor<512x128xf32>, tensor<2x512x128xf32>) {
+  %p = "ipu.permute"(%x) {dims = array<i64: 1, 0>} : (tensor<32x512xf32>) -> tensor<512x32xf32>
+  %m = "ipu.matmul"(%p, %y) : (tensor<512x32xf32>, tensor<32x128xf32>) -> tensor<512x128xf32>
+  %s = "ipu.add"(%m, %m) : (tensor<512x128xf32>, tensor<512x128xf32>) -> tensor<512x128xf32>
+  %q = "ipu.permute"(%b) {dims = array<i64: 0, 2, 1>} : (tensor<2x32x512xf32>) -> tensor<2x512x32xf32>
+  %n = "ipu.matmul"(%q, %c) : (tensor<2x512x32xf32>, tensor<2x32x128xf32>) -> tensor<2x512x128xf32>
+  %k = "ipu.matmul"(%q, %c) : (tensor<2x512x32xf32>, tensor<2x32x128xf32>) -> tensor<2x512x128xf32>
+  %t = "ipu.add"(%n, %k) : (tensor<2x512x128xf32>, tensor<2x512x128xf32>) -> tensor<2x512x128xf32>
+  return %s, %m, %t : tensor<512x128xf32>, tensor<512x128xf32>, tensor<2x512x128xf32>
+}
