@@ -5,10 +5,11 @@ multiplications by a splat 1, additions of a splat 0, reshapes, permutes and
 broadcasts that do not change anything (when the result has the operand's type), and
 merges chains of reshapes (batch norm's decomposition unsqueezes one dim at a time) and
 of permutes (a weight gradient is transposed twice on its way out of `mm`'s backward),
-moves reshapes below unary elementwise ops (a linear layer on a 3-d input leaves
-`relu(reshape(x + b))`: the relu then follows the add, and the JIT fuses them), and makes
-a sum of products `x1^T y1 + x2^T y2` one product of concatenations (an RNN's weight
-gradient: one matrix product of all steps instead of one per step and their sum).
+removes reductions over size-1 dims, moves reshapes below unary elementwise ops (a
+linear layer on a 3-d input leaves `relu(reshape(x + b))`: the relu then follows the
+add, and the JIT fuses them), and makes a sum of products `x1^T y1 + x2^T y2` one
+product of concatenations (an RNN's weight gradient: one matrix product of all steps
+instead of one per step and their sum).
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def permute_chain(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
 
 
 def _attributes(op: ir.OpView) -> dict[str, ir.Attribute]:
-    return {name: op.attributes[name] for name in op.attributes}
+    """The op's discardable attributes (dialect-prefixed: a stage, a name scope)."""
+    return {name: op.attributes[name] for name in op.attributes if "." in name}
 
 
 def unary_of_reshape(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
@@ -131,6 +133,28 @@ def unary_of_reshape(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
                                     operands=[source], attributes=attributes)
         reshaped = ReshapeOp(moved.result, op.results[0].type)
     for name, attr in attributes.items():
+        reshaped.operation.attributes[name] = attr
+    rewriter.replace_op(op, [reshaped.result])
+    return False
+
+
+def unit_reduce(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Pattern: a reduction over dims of size 1 only (an LSTM's backward sums its gate
+    gradients over the one step a slice took) is its operand, reshaped when the dims go."""
+    from poptorch.dialects.data_movement import ReshapeOp
+
+    source, result = op.operands[0], op.results[0].type
+    shape = source.type.shape
+    if op.attributes["kind"].value == "square_sum" or \
+            source.type.element_type != result.element_type or \
+            any(shape[d] != 1 for d in op.attributes["dims"]):
+        return True
+    if source.type == result:
+        rewriter.replace_op(op, [source])
+        return False
+    with rewriter.ip, op.location:
+        reshaped = ReshapeOp(source, result)
+    for name, attr in _attributes(op).items():
         reshaped.operation.attributes[name] = attr
     rewriter.replace_op(op, [reshaped.result])
     return False
@@ -191,9 +215,10 @@ def sum_of_products(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
 @register
 class Simplify(Pass):
     argument = "ipu-simplify"
-    description = ("Remove multiplications by 1, additions of 0, no-op layout ops and "
-                   "reshape and permute chains; move reshapes below unary elementwise "
-                   "ops; make a sum of products x^T y one product")
+    description = ("Remove multiplications by 1, additions of 0, no-op layout ops, "
+                   "reshape and permute chains and reductions over size-1 dims; move "
+                   "reshapes below unary elementwise ops; make a sum of products x^T y "
+                   "one product")
 
     def run(self, module: ir.Operation) -> None:
         patterns = rewrite.RewritePatternSet()
@@ -204,6 +229,7 @@ class Simplify(Pass):
         patterns.add("ipu.div", right_identity(1.0))
         patterns.add("ipu.reshape", reshape_chain)
         patterns.add("ipu.permute", permute_chain)
+        patterns.add("ipu.reduce", unit_reduce)
         for name in UNARY:
             patterns.add(f"ipu.{name}", unary_of_reshape)
         for name in ("ipu.broadcast", "ipu.cast"):

@@ -143,3 +143,21 @@ func.func @products_kept(%x: tensor<32x512xf32>, %y: tensor<32x128xf32>,
   %t = "ipu.add"(%n, %k) : (tensor<2x512x128xf32>, tensor<2x512x128xf32>) -> tensor<2x512x128xf32>
   return %s, %m, %t : tensor<512x128xf32>, tensor<512x128xf32>, tensor<2x512x128xf32>
 }
+
+// -----
+
+// A reduction over size-1 dims is its operand (reshaped when the dims go); a square
+// sum, and a reduction over a larger dim, stay.
+// CHECK-LABEL: func.func @unit_reduce
+// CHECK-NEXT:    %[[R:.*]] = "ipu.reshape"(%arg0) {ipu.name_scope = "lstm"} : (tensor<1x32x512xf32>) -> tensor<32x512xf32>
+// CHECK-NEXT:    %[[Q:.*]] = "ipu.reduce"(%arg0) {dims = array<i64: 0>, keepdim = true, kind = "square_sum"}
+// CHECK-NEXT:    %[[S:.*]] = "ipu.reduce"(%arg0) {dims = array<i64: 0, 1>, keepdim = true, kind = "max"}
+// CHECK-NEXT:    return %arg0, %[[R]], %[[Q]], %[[S]]
+func.func @unit_reduce(%x: tensor<1x32x512xf32>)
+    -> (tensor<1x32x512xf32>, tensor<32x512xf32>, tensor<1x32x512xf32>, tensor<1x1x512xf32>) {
+  %0 = "ipu.reduce"(%x) {kind = "sum", dims = array<i64: 0>, keepdim = true} : (tensor<1x32x512xf32>) -> tensor<1x32x512xf32>
+  %1 = "ipu.reduce"(%x) {kind = "mean", dims = array<i64: 0>, keepdim = false, ipu.name_scope = "lstm"} : (tensor<1x32x512xf32>) -> tensor<32x512xf32>
+  %2 = "ipu.reduce"(%x) {kind = "square_sum", dims = array<i64: 0>, keepdim = true} : (tensor<1x32x512xf32>) -> tensor<1x32x512xf32>
+  %3 = "ipu.reduce"(%x) {kind = "max", dims = array<i64: 0, 1>, keepdim = true} : (tensor<1x32x512xf32>) -> tensor<1x1x512xf32>
+  return %0, %1, %2, %3 : tensor<1x32x512xf32>, tensor<32x512xf32>, tensor<1x32x512xf32>, tensor<1x1x512xf32>
+}
