@@ -192,6 +192,7 @@ class Group:
     inputs: list[ir.Value] = field(default_factory=list)  # each array it reads, once
     reads: list[Read] = field(default_factory=list)
     outputs: list[ir.Value] = field(default_factory=list)
+    layout: tuple | None = None  # `_access`'s answer, once asked
     # (value, offset, view) of an inline op's result -> where it reads its operands
     paths: dict[tuple, list[tuple]] = field(default_factory=dict)
     reduced: int = 0  # trailing dims of `shape` its last op (an ipu.reduce) folds
@@ -223,7 +224,8 @@ def _splat(value: ir.Value) -> float | bool | None:
     return bool(ir.BoolAttr(splat).value) if element == "i1" else ir.FloatAttr(splat).value
 
 
-def _inline_candidates(block: ir.Block, reserved: set[ir.Operation]) -> set[ir.Operation]:
+def _inline_candidates(block: ir.Block, reserved: set[ir.Operation],
+                       fusible: dict[ir.Operation, bool]) -> set[ir.Operation]:
     """Ops that may be computed inside the kernels that read them rather than on their
     own (`inline`): splat constants, unit-step slices and fusible ops, each read only by
     fusible ops or other candidates, a fusible op only by other candidates (so that an
@@ -237,18 +239,18 @@ def _inline_candidates(block: ir.Block, reserved: set[ir.Operation]) -> set[ir.O
         readers = [use.owner.operation for use in op.results[0].uses]
         if not readers or any(r in reserved for r in readers):
             continue
-        fusible = [r in candidates or _signature(r.opview) is not None for r in readers]
+        ours = [r in candidates or fusible.get(r, False) for r in readers]
         if op.name == "ipu.constant":
-            ok = _splat(op.results[0]) is not None and all(fusible)
+            ok = _splat(op.results[0]) is not None and all(ours)
         elif op.name == "ipu.slice":
-            ok = all(int(x) == 1 for x in op.attributes["steps"]) and all(fusible) \
+            ok = all(int(x) == 1 for x in op.attributes["steps"]) and all(ours) \
                 and _element(op.operands[0].type) is not None
-        elif _signature(op.opview) is None or (op.name != "ipu.reshape" and not all(
+        elif not fusible[op] or (op.name != "ipu.reshape" and not all(
                 _broadcastable(tuple(v.type.shape), tuple(op.results[0].type.shape))
                 for v in op.operands)):
             ok = False
         elif op.name == "ipu.reshape":
-            ok = all(fusible)
+            ok = all(ours)
         else:
             ok = all(r in candidates for r in readers)
         if ok:
@@ -266,10 +268,11 @@ def find_groups(block: ir.Block, position: dict[ir.Operation, int],
     kept group or would be computed at more places than their result has elements: the
     groups are found again without those until none is left."""
     reserved = set(reserved)
-    inline = _inline_candidates(block, reserved)
+    fusible = {op.operation: _signature(op) is not None for op in block.operations}
+    inline = _inline_candidates(block, reserved, fusible)
     facts: dict[ir.Operation, tuple] = {}
     while True:
-        kept = [g for g in _form(block, position, reserved, inline) if g.worth()]
+        kept = [g for g in _form(block, position, reserved, inline, fusible) if g.worth()]
         members = {op for g in kept for op in g.ops}
         evaluated: dict[ir.Operation, int] = {}
         for group in kept:
@@ -290,7 +293,7 @@ def find_groups(block: ir.Block, position: dict[ir.Operation, int],
 
 
 def _form(block: ir.Block, position: dict[ir.Operation, int], reserved: set[ir.Operation],
-          inline: set[ir.Operation]) -> list[Group]:
+          inline: set[ir.Operation], fusible: dict[ir.Operation, bool]) -> list[Group]:
     """Groups of fusible ops outside `reserved` and `inline`, in block order."""
     groups: list[Group] = []
     group_of: dict[ir.Operation, Group] = {}
@@ -322,7 +325,7 @@ def _form(block: ir.Block, position: dict[ir.Operation, int], reserved: set[ir.O
             target.reduced = reduced
             group_of[op] = target
             continue
-        if _signature(op.opview) is None:
+        if not fusible[op]:
             continue
         shape = tuple(op.results[0].type.shape)
         if op.name != "ipu.reshape" and not all(
@@ -417,6 +420,12 @@ def _access(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int], 
     steps through both contiguously, each read's stride per loop dimension (0 where it
     broadcasts), its constant offset (a slice's start), and how many outer loops the
     group's reduction keeps (the rest it folds; all loops when it has none)."""
+    if group.layout is None:
+        group.layout = _layout(group)
+    return group.layout
+
+
+def _layout(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int], int]:
     shape = group.shape
     rank = len(shape)
     strides, offsets = [], []
