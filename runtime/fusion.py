@@ -23,9 +23,10 @@ gate sums: the input projection's bias add, read a step at a time, and each step
 read a gate at a time). Where a kernel reads is an argument (`%off<j>`), so an LSTM's
 steps share one kernel function.
 
-A sum, max or min over an operand's trailing dims (`REDUCTIONS`) ends the group of its
-operand: the kernel folds its inner loops into an accumulator and stores it once per
-element of the outer ones (softmax's row max, layer norm's row sums). The fold is
+A sum, max or min (`REDUCTIONS`) ends the group of its operand: the kernel's loops run
+over the dims it keeps first, then fold the others into an accumulator, stored once per
+element of the kept ones (softmax's row max, layer norm's row sums, batch norm's sums
+over N, H and W of NCHW, one channel at a time). The fold is
 reassociated, which lets LLVM vectorise it: a sum differs from NumPy's pairwise sum by
 rounding (within 2e-6 relative in the tests); max and min are exact and keep NaN.
 
@@ -122,17 +123,16 @@ REDUCTIONS = {"sum": (0.0, "addf"), "max": (float("-inf"), "maximumf"),
               "min": (float("inf"), "minimumf")}
 
 
-def _reduction(op: ir.Operation) -> int | None:
-    """How many trailing dims `op` reduces when it is an f32 `ipu.reduce` (sum, max or
-    min) over its operand's last dims, which a group may end with; else None."""
+def _reduction(op: ir.Operation) -> tuple[int, ...] | None:
+    """The dims of its operand `op` folds when it is an f32 `ipu.reduce` (sum, max or
+    min), which a group may end with; else None."""
     if op.name != "ipu.reduce" or _element(op.operands[0].type) != "f32" \
             or _element(op.results[0].type) != "f32" \
             or op.attributes["kind"].value not in REDUCTIONS:
         return None
     rank = op.operands[0].type.rank
-    dims = sorted(int(d) % rank for d in op.attributes["dims"])
-    k = len(dims)
-    return k if k and dims == list(range(rank - k, rank)) else None
+    dims = tuple(sorted({int(d) % rank for d in op.attributes["dims"]}))
+    return dims or None
 
 
 @dataclass(eq=False)
@@ -195,7 +195,7 @@ class Group:
     layout: tuple | None = None  # `_access`'s answer, once asked
     # (value, offset, view) of an inline op's result -> where it reads its operands
     paths: dict[tuple, list[tuple]] = field(default_factory=dict)
-    reduced: int = 0  # trailing dims of `shape` its last op (an ipu.reduce) folds
+    reduced: tuple[int, ...] = ()  # dims of `shape` its last op (an ipu.reduce) folds
 
     @property
     def last(self) -> ir.Operation:
@@ -205,7 +205,7 @@ class Group:
         elements = int(np.prod(self.shape, dtype=np.int64))
         computing = [op for op in self.ops if op.name != "ipu.reshape"]
         return elements >= FUSE_MIN_ELEMENTS and (
-            len(computing) >= 2 or self.reduced > 0
+            len(computing) >= 2 or bool(self.reduced)
             or (computing and computing[0].name in COMPOSITE))
 
 
@@ -322,7 +322,8 @@ def _form(block: ir.Block, position: dict[ir.Operation, int], reserved: set[ir.O
             elif len(shape) > len(target.shape):
                 target.shape = shape
             target.ops.append(op)
-            target.reduced = reduced
+            extra = len(target.shape) - len(shape)  # the group's leading size-1 dims
+            target.reduced = tuple(d + extra for d in reduced)
             group_of[op] = target
             continue
         if not fusible[op]:
@@ -415,17 +416,20 @@ def _strides(shape: tuple[int, ...]) -> list[int]:
     return strides[::-1]
 
 
-def _access(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int], int]:
-    """The loop nest of `group`: its shape with dimensions merged wherever every read
-    steps through both contiguously, each read's stride per loop dimension (0 where it
-    broadcasts), its constant offset (a slice's start), and how many outer loops the
-    group's reduction keeps (the rest it folds; all loops when it has none)."""
+def _access(group: Group
+            ) -> tuple[tuple[int, ...], list[list[int]], list[int], int, list[int]]:
+    """The loop nest of `group`: its shape's dims, those a reduction keeps first (in
+    order) then those it folds, merged wherever every read and the results step through
+    both contiguously; each read's stride per loop (0 where it broadcasts) and constant
+    offset (a slice's start); how many outer loops the reduction keeps (all loops
+    without one); and the full-shape results' stride per loop."""
     if group.layout is None:
         group.layout = _layout(group)
     return group.layout
 
 
-def _layout(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int], int]:
+def _layout(group: Group
+            ) -> tuple[tuple[int, ...], list[list[int]], list[int], int, list[int]]:
     shape = group.shape
     rank = len(shape)
     strides, offsets = [], []
@@ -442,14 +446,17 @@ def _layout(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int], 
             own, view = _strides(pad + memory), pad + item.view
         strides.append([0 if view[d] == 1 and shape[d] != 1 else own[d]
                         for d in range(rank)])
+    strides.append(_strides(shape))  # the results', merged with the reads'
+    order = [d for d in range(rank) if d not in group.reduced] + list(group.reduced)
+    boundary = rank - len(group.reduced)  # where the folded dims start in `order`
     loops: list[int] = []
-    merged: list[list[int]] = [[] for _ in group.reads]
+    merged: list[list[int]] = [[] for _ in strides]
     kept = None  # how many outer loops a reduction keeps
-    for d in range(rank):
-        if d == rank - group.reduced:
+    for position, d in enumerate(order):
+        if position == boundary:
             kept = len(loops)
-        # (a reduced dim and a kept one stay apart: the fold is over whole loops)
-        if loops and d != rank - group.reduced and all(
+        # (a folded dim and a kept one stay apart: the fold is over whole loops)
+        if loops and position != boundary and all(
                 m[-1] == s[d] * shape[d] for m, s in zip(merged, strides, strict=True)):
             loops[-1] *= shape[d]
             for m, s in zip(merged, strides, strict=True):
@@ -459,9 +466,9 @@ def _layout(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int], 
             for m, s in zip(merged, strides, strict=True):
                 m.append(s[d])
     if not loops:  # a rank-0 group: one iteration
-        loops, merged = [1], [[0] for _ in group.reads]
-    return tuple(loops), merged, offsets, len(loops) if kept is None else kept
-
+        loops, merged = [1], [[0] for _ in strides]
+    return (tuple(loops), merged[:-1], offsets, len(loops) if kept is None else kept,
+            merged[-1])
 
 
 def _apply(body: Body, op: ir.Operation, operands: list[str]) -> str:
@@ -479,7 +486,7 @@ def _function(name: str, group: Group) -> str:
     number of replicas, each input's replica stride (0: the input has none) and each
     read's offset. A group ending in a reduction folds its inner loops into an
     accumulator (`iter_args`), stored once per element of the outer ones."""
-    loops, strides, _, kept = _access(group)
+    loops, strides, _, kept, out_strides = _access(group)
     size = int(np.prod(group.shape, dtype=np.int64))
     n_in, n_out = len(group.inputs), len(group.outputs)
     args = [f"%in{i}: !llvm.ptr {{llvm.noalias}}" for i in range(n_in)]
@@ -505,7 +512,6 @@ def _function(name: str, group: Group) -> str:
     lines.append(f"{indent}%n{size}_ = arith.constant {size} : i64")
     lines.append(f"{indent}%ob_0 = arith.muli %r, %n{size}_ : i64")
     out_base = "%ob_0"
-    out_strides = _strides(loops)
     if reduction is not None:  # the folded result's index: over the kept loops
         folded = int(np.prod(loops[:kept], dtype=np.int64))
         lines.append(f"{indent}%nr_ = arith.constant {folded} : i64")

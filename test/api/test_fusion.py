@@ -458,7 +458,7 @@ def test_a_reduction_over_the_last_dims_ends_the_group_of_its_operand(kind):
     """A sum, max or min over the trailing dims folds the group's inner loops (here the
     last two dims, with and without keepdim); the values before it come out too. Max and
     min are exact and keep NumPy's NaN; a sum is reassociated (vectorised), within a few
-    ulp of NumPy's pairwise sum. A reduction over a leading dim stays a NumPy call."""
+    ulp of NumPy's pairwise sum. A reduction over a leading dim is a kernel too."""
     S, K = "tensor<16x32x48xf32>", "tensor<16x1x1xf32>"
     program, numpy_only = compile_both(f"""
     func.func @main(%x: {S}, %b: tensor<48xf32>) -> ({S}, {K}, tensor<16xf32>,
@@ -477,7 +477,7 @@ def test_a_reduction_over_the_last_dims_ends_the_group_of_its_operand(kind):
     assert body(program) == [
         "v2, v3 = fused_0(v0, v1)  # add abs reduce",
         "v4, v5 = fused_1(v0)  # square reduce",
-        f"v6 = ipu_reduce(v4, kind='{kind}', axes=(-3,), keepdim=False)",
+        "v6, = fused_2(v4)  # reduce",
         "return (v2, v3, v5, v6)"]
     rng = np.random.default_rng(21)
     x = rng.standard_normal((16, 32, 48), dtype=np.float32)
@@ -495,6 +495,36 @@ def test_a_reduction_over_the_last_dims_ends_the_group_of_its_operand(kind):
     assert fused.shape == (2, 16)
     for r in range(2):
         np.testing.assert_allclose(fused[r], numpy_only.run(xs[r], b)[2], rtol=2e-6)
+
+
+def test_a_reduction_over_batch_norms_dims_keeps_the_channel_loop_outside():
+    """Batch norm's sums over (N, H, W) of NCHW: the loops run over the channels first,
+    then fold N and H*W (merged: contiguous) into one accumulator per channel; the
+    squared deviations come out too, in NCHW order."""
+    S, K = "tensor<8x16x12x12xf32>", "tensor<1x16x1x1xf32>"
+    program, numpy_only = compile_both(f"""
+    func.func @main(%x: {S}, %m: {K}) -> ({S}, {K}) {{
+      %0 = "ipu.sub"(%x, %m) : ({S}, {K}) -> {S}
+      %1 = "ipu.mul"(%0, %0) : ({S}, {S}) -> {S}
+      %2 = "ipu.reduce"(%1) {{kind = "sum", dims = array<i64: 0, 2, 3>, keepdim = true}}
+           : ({S}) -> {K}
+      return %1, %2 : {S}, {K}
+    }}""")
+    assert body(program) == ["v2, v3 = fused_0(v0, v1)  # sub mul reduce",
+                             "return (v2, v3)"]
+    # loops: channels (16), then N (8) and H*W (144) folded; NCHW strides of the squares
+    for line in ("%e0 = arith.constant 16 : i64", "%e1 = arith.constant 8 : i64",
+                 "%e2 = arith.constant 144 : i64", "iter_args(%a1 = %init)",
+                 "iter_args(%a2 = %a1)", "%os_0 = arith.constant 144 : i64",
+                 "%os_1 = arith.constant 2304 : i64", "%os_2 = arith.constant 1 : i64"):
+        assert line in program.kernels, line
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((8, 16, 12, 12), dtype=np.float32)
+    m = rng.standard_normal((1, 16, 1, 1), dtype=np.float32)
+    squares, sums = program.run(x, m)
+    reference = numpy_only.run(x, m)
+    np.testing.assert_array_equal(squares, reference[0])
+    np.testing.assert_allclose(sums, reference[1], rtol=2e-6)
 
 
 def test_reduction_kernel_ir(tmp_path):
