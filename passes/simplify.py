@@ -116,6 +116,13 @@ def _attributes(op: ir.OpView) -> dict[str, ir.Attribute]:
     return {name: op.attributes[name] for name in op.attributes if "." in name}
 
 
+def _stamp(ops, attributes: dict[str, ir.Attribute]) -> None:
+    """Give the ops a rewrite made the attributes of the op they replace."""
+    for made in ops:
+        for name, attr in attributes.items():
+            made.attributes[name] = attr
+
+
 def unary_of_reshape(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     """Pattern: a unary elementwise op of a reshape is the reshape of the op on the
     reshape's operand (`relu(reshape(x))`, as a linear layer's decomposition leaves
@@ -132,8 +139,7 @@ def unary_of_reshape(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         moved = ir.Operation.create(op.operation.name, results=[source.type],
                                     operands=[source], attributes=attributes)
         reshaped = ReshapeOp(moved.result, op.results[0].type)
-    for name, attr in attributes.items():
-        reshaped.operation.attributes[name] = attr
+    _stamp([reshaped.operation], attributes)
     rewriter.replace_op(op, [reshaped.result])
     return False
 
@@ -154,8 +160,7 @@ def unit_reduce(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         return False
     with rewriter.ip, op.location:
         reshaped = ReshapeOp(source, result)
-    for name, attr in _attributes(op).items():
-        reshaped.operation.attributes[name] = attr
+    _stamp([reshaped.operation], _attributes(op))
     rewriter.replace_op(op, [reshaped.result])
     return False
 
@@ -192,7 +197,6 @@ def sum_of_products(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
             second[1].type.element_type:
         return True
     (x1, y1), (x2, y2) = first, second
-    attributes = _attributes(op)
 
     def joined(a: ir.Value, b: ir.Value) -> ir.Value:
         shape = [a.type.shape[0] + b.type.shape[0], a.type.shape[1]]
@@ -205,9 +209,7 @@ def sum_of_products(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         transposed = PermuteOp(xs, ir.DenseI64ArrayAttr.get([1, 0]),
                                ir.RankedTensorType.get(shape, xs.type.element_type)).result
         product = MatMulOp(transposed, ys, result)
-    for made in (xs.owner, ys.owner, transposed.owner, product.operation):
-        for name, attr in attributes.items():
-            made.attributes[name] = attr
+    _stamp([xs.owner, ys.owner, transposed.owner, product.operation], _attributes(op))
     rewriter.replace_op(op, [product.result])
     return False
 

@@ -438,12 +438,12 @@ def _layout(group: Group
     strides, offsets = [], []
     for item in group.reads:
         memory = tuple(item.value.type.shape)
-        offsets.append(sum(o * s for o, s in zip(item.offset, _strides(memory), strict=True)))
+        own = _strides(memory)
+        offsets.append(sum(o * s for o, s in zip(item.offset, own, strict=True)))
         extra = len(memory) - rank  # dims beyond the loops' (an inline reshape's): one index
         if extra > 0:
             assert all(n == 1 for n in item.view[:extra]), item
-            memory, view = memory[extra:], item.view[extra:]
-            own = _strides(item.value.type.shape)[extra:]
+            own, view = own[extra:], item.view[extra:]
         else:
             pad = (1,) * -extra
             own, view = _strides(pad + memory), pad + item.view
