@@ -181,11 +181,11 @@ def compile_captured(captured, dump_dir: str | None = None,
         if progress:
             progress.start("jit")
         start = time.perf_counter()
-        program = compile_module(module)
+        text = module.operation.get_asm(enable_debug_info=True)
+        program = compile_module(module, key=text)
         timings["jit"] = time.perf_counter() - start
         if progress:
             progress.done()
-        text = module.operation.get_asm(enable_debug_info=True)
     if dump_dir:
         with open(os.path.join(dump_dir, "program.py"), "w", encoding="utf-8") as f:
             f.write(program.source)

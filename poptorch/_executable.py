@@ -228,7 +228,7 @@ def compiled_from_sections(sections: dict[str, bytes], path: str, training: bool
     try:
         with context, ir.Location.unknown():
             module = ir.Module.parse(text)
-            program = compile_module(module)
+            program = compile_module(module, key=text)
             arity = len(program.result_ranks), len(_entry_inputs(module))
     except ir.MLIRError as err:
         raise _error(path, f"is corrupt: its ipu module does not parse or verify: {err}") \

@@ -45,8 +45,10 @@ import contextvars
 import ctypes
 import functools
 import hashlib
+import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import tempfile
@@ -419,6 +421,11 @@ def _strides(shape: tuple[int, ...]) -> list[int]:
     return strides[::-1]
 
 
+def _offset(offset: tuple[int, ...], strides: list[int]) -> int:
+    """The flat index of `offset` in an array of these strides."""
+    return sum(o * s for o, s in zip(offset, strides, strict=True))
+
+
 def _access(group: Group
             ) -> tuple[tuple[int, ...], list[list[int]], list[int], int, list[int]]:
     """The loop nest of `group`: its shape's dims, those a reduction keeps first (in
@@ -439,7 +446,7 @@ def _layout(group: Group
     for item in group.reads:
         memory = tuple(item.value.type.shape)
         own = _strides(memory)
-        offsets.append(sum(o * s for o, s in zip(item.offset, own, strict=True)))
+        offsets.append(_offset(item.offset, own))
         extra = len(memory) - rank  # dims beyond the loops' (an inline reshape's): one index
         if extra > 0:
             assert all(n == 1 for n in item.view[:extra]), item
@@ -644,7 +651,8 @@ class FusedKernel:
         self.pointers = _FFI.new("void *[]", n_in + n_out)
         # replicas, each input's step, each read's offset (arguments, so that kernels
         # that differ only in where they read, as an LSTM's steps, share one function)
-        offsets = _access(group)[2]
+        offsets = [_offset(item.offset, _strides(tuple(item.value.type.shape)))
+                   for item in group.reads]  # (not `_access`: a warm compile skips it)
         self.integers = _FFI.new("int64_t[]", [1] + [0] * n_in + offsets)
         self.packed = _FFI.new("void *[]", [_FFI.addressof(self.pointers, i)
                                             for i in range(n_in + n_out)]
@@ -776,26 +784,163 @@ def _link(engine, path: str) -> None:
             os.replace(lib, path)
 
 
-def compile_kernels(groups: list[Group], context: ir.Context) -> Kernels:
+@functools.cache
+def _generator() -> str:
+    """A digest of the code that turns groups into kernel IR (this module, the scalar
+    emitters and the constants they use): an index entry (`compile_kernels`) holds
+    only for the code that wrote it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256()
+    for name in ("fusion.py", "scalar_ir.py", os.path.join("kernels", "elementwise.py")):
+        with open(os.path.join(here, name), "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()
+
+
+def _index_path(directory: str, key: str) -> str:
+    digest = hashlib.sha256(f"{_host()}\n{LOWERING}\n{_generator()}\n{key}".encode())
+    return os.path.join(directory, f"kernels-{digest.hexdigest()[:32]}.json")
+
+
+def _load(path: str, groups: list[Group], numbers: list[int], text: str
+          ) -> Kernels | None:
+    """The kernels of `groups` from the shared object at `path`, or None when it is
+    missing, damaged or foreign (then they are compiled again and it is replaced)."""
+    if not os.path.exists(path):
+        return None
+    try:
+        library = ctypes.CDLL(path)
+        addresses = [ctypes.cast(library[f"_mlir_fused_{i}"], ctypes.c_void_p).value
+                     for i in range(max(numbers) + 1)]
+    except (OSError, AttributeError):
+        return None
+    return Kernels(text, [FusedKernel(library, addresses[number], group)
+                          for group, number in zip(groups, numbers, strict=True)])
+
+
+def read_index(key: str) -> dict | None:
+    """The index entry an earlier compile of the module `key` kept in the executable
+    cache directory (`compile_kernels`), or None. It is JSON: the shared object's name,
+    each group's function number, the kernel IR and the groups themselves
+    (`groups_data`), found by SHA-256 over the module's text and the code that found
+    the groups and wrote their IR (`_generator`)."""
+    directory = _DIRECTORY.get()
+    if not directory:
+        return None
+    try:
+        with open(_index_path(directory, key), encoding="utf-8") as f:
+            entry = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(entry, dict) and isinstance(entry.get("library"), str)
+            and re.fullmatch(r"kernels-[0-9a-f]{32}\.so", entry["library"])
+            and isinstance(entry.get("ir"), str) and isinstance(entry.get("numbers"), list)
+            and all(type(n) is int and n >= 0 for n in entry["numbers"])
+            and isinstance(entry.get("functions"), list)):
+        return None
+    return entry
+
+
+def groups_data(groups: list[Group], block: ir.Block) -> list[dict]:
+    """`groups` of `block` as JSON data: ops by their place in the block, values as
+    [op, result] or [-1, argument]. Layouts are left out (derived when asked)."""
+    index = {op.operation: i for i, op in enumerate(block.operations)}
+
+    def ref(value: ir.Value) -> list[int]:
+        if isinstance(value.owner, ir.Block):
+            return [-1, value.arg_number]
+        return [index[value.owner.operation], value.result_number]
+
+    def read(value: ir.Value, offset: tuple, view: tuple) -> list:
+        return [ref(value), list(offset), list(view)]
+
+    return [{"shape": list(g.shape), "ops": [index[op] for op in g.ops],
+             "absorbed": [index[op] for op in g.absorbed],
+             "inputs": [ref(v) for v in g.inputs], "reads": [read(*r.key) for r in g.reads],
+             "outputs": [ref(v) for v in g.outputs], "reduced": list(g.reduced),
+             "paths": [[read(*key), [read(*r) for r in reads]]
+                       for key, reads in g.paths.items()]}
+            for g in groups]
+
+
+def groups_from(data: list[dict], block: ir.Block) -> list[Group]:
+    """The inverse of `groups_data` on the same block; ValueError, KeyError, TypeError or
+    IndexError when the data does not fit it. (The data is only ever what `groups_data`
+    wrote for this module's text, so its numbers are not checked one by one.)"""
+    ops = [op.operation for op in block.operations]
+    arguments = list(block.arguments)
+
+    def at(items, i: int):
+        if not 0 <= i < len(items):
+            raise IndexError(i)
+        return items[i]
+
+    def value(ref: list) -> ir.Value:
+        op, number = ref
+        return at(arguments, number) if op == -1 else at(at(ops, op).results, number)
+
+    def read(item: list) -> tuple:
+        where, offset, view = item
+        return value(where), tuple(offset), tuple(view)
+
+    groups = []
+    for g in data:
+        group = Group(tuple(g["shape"]), [at(ops, i) for i in g["ops"]],
+                      [at(ops, i) for i in g["absorbed"]], [value(r) for r in g["inputs"]],
+                      [Read(*read(r)) for r in g["reads"]], [value(r) for r in g["outputs"]],
+                      reduced=tuple(g["reduced"]))
+        group.paths = {read(key): [read(r) for r in reads] for key, reads in g["paths"]}
+        if not group.ops or not group.outputs:
+            raise ValueError("a group without ops or results")
+        groups.append(group)
+    return groups
+
+
+def _write_index(directory: str, key: str, library: str, numbers: list[int], text: str,
+                 functions: list[list[dict]]) -> None:
+    """Write the index entry of module `key` atomically (a reader never sees a part)."""
+    path = _index_path(directory, key)
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".kernels-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"library": library, "numbers": numbers, "ir": text,
+                       "functions": functions}, f)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
+def compile_kernels(groups: list[Group], context: ir.Context, key: str | None = None,
+                    functions: list[list[dict]] | None = None,
+                    index: dict | None = None) -> Kernels:
     """Lower and compile the kernel module of `groups` with MLIR's ExecutionEngine, or
     load it from the executable cache directory (`kernel_directory`) when an earlier
-    process kept it there."""
+    process kept it there.
+
+    Kept there: the shared object `kernels-<digest of its IR>.so` and, when the caller
+    gives `key` (text that determines the groups: the printed module they come from)
+    and `functions` (`groups_data` of each function's groups), an index entry
+    `kernels-<digest of key>.json` (`read_index`). A warm compile that took its groups
+    from the `index` entry loads their kernels without generating their IR (an LSTM's
+    16 kernels: 20-25 ms)."""
+    directory = _DIRECTORY.get()
+    if directory and index is not None and len(index["numbers"]) == len(groups):
+        kernels = _load(os.path.join(directory, index["library"]), groups, index["numbers"],
+                        index["ir"])
+        if kernels is not None:
+            return kernels
     text, numbers = kernel_module(groups)
     count = max(numbers) + 1
-    directory = _DIRECTORY.get()
     path = None
     if directory:
         digest = hashlib.sha256(f"{_host()}\n{LOWERING}\n{text}".encode()).hexdigest()[:32]
         path = os.path.join(directory, f"kernels-{digest}.so")
-        if os.path.exists(path):
-            try:
-                library = ctypes.CDLL(path)
-                addresses = [ctypes.cast(library[f"_mlir_fused_{i}"], ctypes.c_void_p).value
-                             for i in range(count)]
-                return Kernels(text, [FusedKernel(library, addresses[number], group)
-                                      for group, number in zip(groups, numbers, strict=True)])
-            except (OSError, AttributeError):
-                pass  # damaged or foreign: compile again (and replace it)
+        kernels = _load(path, groups, numbers, text)
+        if kernels is not None:
+            if key is not None and functions is not None:
+                _write_index(directory, key, os.path.basename(path), numbers, text, functions)
+            return kernels
     from torch_mlir.execution_engine import ExecutionEngine
 
     with context:
@@ -808,5 +953,7 @@ def compile_kernels(groups: list[Group], context: ir.Context) -> Kernels:
             _link(engine, path)
         except (OSError, subprocess.SubprocessError):
             pass
+        if key is not None and functions is not None and os.path.exists(path):
+            _write_index(directory, key, os.path.basename(path), numbers, text, functions)
     return Kernels(text, [FusedKernel(engine, addresses[number], group)
                           for group, number in zip(groups, numbers, strict=True)])

@@ -20,7 +20,7 @@ from torch_mlir import ir
 
 from poptorch.errors import Error
 
-from .fusion import Group, compile_kernels, find_groups
+from .fusion import Group, compile_kernels, find_groups, groups_data, groups_from, read_index
 from .heap import keep_freed_memory
 from .kernels import load_all
 
@@ -43,7 +43,7 @@ def _identifier(name: str) -> str:
 
 class _Codegen:
     def __init__(self, entry: str, summed: Mapping[int, str], replicas: int,
-                 fuse: bool) -> None:
+                 fuse: bool, index: dict | None = None) -> None:
         self.kernels = load_all()
         self.constants: list[Any] = []
         self.used: dict[str, str] = {}  # op name -> Python name of its kernel
@@ -53,6 +53,8 @@ class _Codegen:
         self.summing: set[ir.Operation] = set()  # the views, sums of such matmuls
         self.wrapped: dict[int, str] = {}  # this function's results to sum on return
         self.groups: list[Group] = []  # fused elementwise kernels, numbered program-wide
+        self.index = index  # an earlier compile's groups (`fusion.read_index`), if any
+        self.found: list[list[dict]] = []  # each function's groups, as `groups_data`
 
     def literal(self, value: Any) -> str:
         if value is None or isinstance(value, bool | int | float | str | slice):
@@ -87,7 +89,7 @@ class _Codegen:
         self.wrapped = self.fuse_sums(block) if name == _identifier(self.entry) else {}
         emitted: dict[ir.Operation, int] = {}  # a group's last op -> the group's number
         skipped = set(self.links)
-        groups = find_groups(block, self.position, self.summing) if self.fuse else []
+        groups = self.find_groups(block) if self.fuse else []
         ends = {group.last: self.position[group.last] for group in groups}
         for group in groups:
             emitted[group.last] = len(self.groups)
@@ -107,6 +109,21 @@ class _Codegen:
             elif op.operation not in skipped:
                 self.lines.append("    " + self.statement(op, value_name))
         self.lines.append("")
+
+    def find_groups(self, block: ir.Block) -> list[Group]:
+        """The fusion groups of this function: from the index entry of an earlier compile
+        of this module when there is one that fits, else found."""
+        if self.index is not None:
+            try:
+                data = self.index["functions"][len(self.found)]
+                groups = groups_from(data, block)
+                self.found.append(data)
+                return groups
+            except (ValueError, KeyError, TypeError, IndexError):
+                self.index = None  # it does not fit: find them (and write it anew)
+        groups = find_groups(block, self.position, self.summing)
+        self.found.append(groups_data(groups, block))
+        return groups
 
     def fused_call(self, number: int, value_name) -> str:
         group = self.groups[number]
@@ -259,16 +276,21 @@ class _Codegen:
 
 def compile_module(module: ir.Module, entry: str = "main",
                    summed: Mapping[int, str] | None = None, replicas: int = 1,
-                   fuse: bool = True) -> Program:
+                   fuse: bool = True, key: str | None = None) -> Program:
     """Generate, compile and load the Python program of `module`.
 
     `summed`: results of `entry` (by index) to return reduced over all `replicas` by
     "sum" or "mean", once, without their replica axis, as a training step's gradients
     are before the optimizer step (`ipu.all_reduce` over all replicas, then one
     replica's value). `fuse`: group elementwise ops into compiled kernels (`fusion`);
-    without it every op is a NumPy kernel call."""
+    without it every op is a NumPy kernel call. `key`: the module's printed text, when
+    the caller has it: the executable cache directory then indexes the compiled
+    kernels by it (`fusion.compile_kernels`)."""
     keep_freed_memory()
-    gen = _Codegen(entry, summed or {}, replicas, fuse)
+    if key is not None:  # what else decides the groups
+        key = f"{entry} {sorted((summed or {}).items())} {replicas}\n{key}"
+    gen = _Codegen(entry, summed or {}, replicas, fuse,
+                   read_index(key) if key is not None and fuse else None)
     for op in module.body.operations:
         if op.operation.name == "func.func" and op.regions[0].blocks:
             gen.function(op)
@@ -280,7 +302,8 @@ def compile_module(module: ir.Module, entry: str = "main",
     source = "\n".join(header + [""] + gen.lines)
     filename = f"<poptorch-jit-{id(gen)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    fused = compile_kernels(gen.groups, module.context) if gen.groups else None
+    fused = compile_kernels(gen.groups, module.context, key, gen.found, gen.index) \
+        if gen.groups else None
     namespace = {"K": gen.kernels, "C": gen.constants, "np": np,
                  "F": fused.kernels if fused else []}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code

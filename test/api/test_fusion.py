@@ -650,3 +650,81 @@ def test_a_cold_compile_keeps_its_kernels_for_the_next_process(tmp_path, monkeyp
     forbid_compiling(monkeypatch)
     warm = poptorch.inferenceModel(model, poptorch.Options().enableExecutableCaching(str(cache)))
     torch.testing.assert_close(warm(x), expected, rtol=0, atol=0)
+
+
+LSTM_STEPS = f"""
+    func.func @main(%proj: tensor<2x64x512xf32>, %bias: tensor<512xf32>, %h0: {G},
+                    %w: tensor<128x512xf32>, %c: {T}) -> ({T}, tensor<64xf32>) {{
+      %p = "ipu.add"(%proj, %bias) : (tensor<2x64x512xf32>, tensor<512xf32>)
+           -> tensor<2x64x512xf32>
+      {_step(0, "%h0", "%c")}
+      %h1 = "ipu.matmul"(%q0, %w) : ({T}, tensor<128x512xf32>) -> {G}
+      {_step(1, "%h1", "%q0")}
+      %s = "ipu.reduce"(%q1) {{kind = "sum", dims = array<i64: 1>, keepdim = false}}
+           : ({T}) -> tensor<64xf32>
+      return %q0, %s : {T}, tensor<64xf32>
+    }}"""
+
+
+def test_groups_round_trip_through_their_data():
+    """`groups_data` then `groups_from` on the same block gives the same groups: ops,
+    inline ops, reads (with offsets and views), inputs, results, reductions, and the
+    paths an inline op reads through."""
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(LSTM_STEPS)
+        block = module.body.operations[0].regions[0].blocks[0]
+        position = {op.operation: i for i, op in enumerate(block.operations)}
+        found = fusion.find_groups(block, position)
+        assert len(found) == 2 and found[1].reduced == (1,) and found[0].absorbed
+        back = fusion.groups_from(fusion.groups_data(found, block), block)
+        for a, b in zip(found, back, strict=True):
+            assert (a.shape, a.ops, a.absorbed, a.inputs, a.outputs, a.reduced, a.paths) == \
+                (b.shape, b.ops, b.absorbed, b.inputs, b.outputs, b.reduced, b.paths)
+            assert [r.key for r in a.reads] == [r.key for r in b.reads]
+        with pytest.raises(IndexError):  # groups of another block do not fit this one
+            fusion.groups_from([{**fusion.groups_data(found, block)[0], "ops": [99]}], block)
+
+
+def _warm(text: str):
+    with make_context(), ir.Location.unknown():
+        return compile_module(ir.Module.parse(text), key=text)
+
+
+@needs_cc
+def test_a_warm_compile_takes_its_groups_and_kernels_from_the_index(tmp_path, monkeypatch):
+    """A compile given the module's text (`key`) writes an index entry beside the shared
+    object; the next compile of that text takes its groups from it, and their kernels and
+    IR, without finding groups or generating IR. An entry that does not fit (here: a
+    group's op out of range) or does not parse is passed over and written anew."""
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(shape, dtype=np.float32) / 4 for shape in
+            [(2, 64, 512), (512,), (64, 512), (128, 512), (64, 128)]]
+    with fusion.kernel_directory(str(tmp_path)):
+        cold = _warm(LSTM_STEPS)
+    index, = tmp_path.glob("kernels-*.json")
+    expected = cold.run(*args)
+
+    import poptorch.runtime.jit as jit
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("found again")
+
+    with monkeypatch.context() as patch, fusion.kernel_directory(str(tmp_path)):
+        forbid_compiling(patch)
+        patch.setattr(jit, "find_groups", forbidden)
+        patch.setattr(fusion, "kernel_module", forbidden)
+        warm = _warm(LSTM_STEPS)
+    assert warm.source == cold.source and warm.kernels == cold.kernels
+    for a, b in zip(warm.run(*args), expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+    import json
+    entry = json.loads(index.read_text())
+    for damage in ('{"library": "kernels-0.so"', json.dumps(
+            {**entry, "functions": [[{**entry["functions"][0][0], "ops": [10**6]}]]})):
+        index.write_text(damage)
+        with fusion.kernel_directory(str(tmp_path)):
+            again = _warm(LSTM_STEPS)
+        for a, b in zip(again.run(*args), expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert json.loads(index.read_text()) == entry
