@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import struct
@@ -33,7 +32,7 @@ import torch
 from torch.utils import _pytree as pytree
 from torch_mlir import ir
 
-from poptorch.dialects import make_context
+from poptorch.dialects import make_context, torch_mlir_version
 from poptorch.runtime.jit import compile_module
 
 from . import _compiler, _frontend, _training
@@ -54,11 +53,10 @@ def versions() -> dict[str, str]:
 
 @functools.cache
 def _versions() -> tuple[tuple[str, str], ...]:
-    # (once per process: reading torch-mlir's package metadata takes 0.4-0.8 ms)
     from poptorch import __version__
 
     return (("poptorch", __version__), ("torch", torch.__version__),
-            ("torch_mlir", importlib.metadata.version("torch-mlir")))
+            ("torch_mlir", torch_mlir_version()))
 
 
 def _error(path: str, message: str) -> Error:

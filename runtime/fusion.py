@@ -59,6 +59,7 @@ import cffi
 import numpy as np
 from torch_mlir import ir, passmanager
 
+from poptorch.dialects import torch_mlir_version
 from poptorch.errors import Error
 
 from . import scalar_ir
@@ -755,14 +756,12 @@ def kernel_directory(directory: str | None):
 def _host() -> str:
     """What compiled code depends on besides its IR: the LLVM in torch-mlir (its version)
     and the host CPU it targeted (the ExecutionEngine compiles for the host's features)."""
-    from importlib.metadata import version
-
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             cpu = next((line for line in f if line.startswith("flags")), "")
     except OSError:
         cpu = ""
-    return f"{version('torch-mlir')} {platform.machine()} {cpu}"
+    return f"{torch_mlir_version()} {platform.machine()} {cpu}"
 
 
 def _link(engine, path: str) -> None:
