@@ -30,6 +30,9 @@ norm's row sums, batch norm's sums over N, H and W of NCHW, one channel at a tim
 fold is reassociated, which lets LLVM vectorise it: a sum differs from NumPy's pairwise
 sum by rounding (within 2e-6 relative in the tests); max and min are exact and keep NaN.
 
+Max poolings and their gradients are one-op groups of their own kind ("window"), whose
+functions `window` writes; they share the kernel module, the calls and the cache.
+
 Groups smaller than FUSE_MIN_ELEMENTS are left to NumPy (compiling a kernel costs 10-20
 ms, which small tensors never repay), as are single ops that are one NumPy pass
 (`COMPOSITE`).
@@ -70,7 +73,7 @@ _FFI = cffi.FFI()
 # Groups whose result has fewer elements stay NumPy ops.
 FUSE_MIN_ELEMENTS = 1 << 10
 
-_TYPES = {"f32": np.dtype(np.float32), "i1": np.dtype(np.bool_)}
+_TYPES = {"f32": np.dtype(np.float32), "i1": np.dtype(np.bool_), "i64": np.dtype(np.int64)}
 _MEMORY = {"f32": "f32", "i1": "i8"}  # how each element type is stored (NumPy's bool: a byte)
 LOWERING = ("builtin.module(convert-scf-to-cf, convert-math-to-llvm, convert-arith-to-llvm,"
             " convert-cf-to-llvm, convert-func-to-llvm, reconcile-unrealized-casts)")
@@ -85,6 +88,17 @@ def _element(t: ir.Type) -> str | None:
         return "f32"
     return "i1" if isinstance(element, ir.IntegerType) and element.width == 1 \
         and element.is_signless else None
+
+
+def storage(t: ir.Type) -> str | None:
+    """What a kernel's argument of type `t` holds: `_element`'s types, or 'i64' (a
+    pooling's indices, `window`)."""
+    element = _element(t)
+    if element is None and isinstance(t, ir.RankedTensorType) and t.has_static_shape \
+            and isinstance(t.element_type, ir.IntegerType) and t.element_type.width == 64 \
+            and t.element_type.is_signless:
+        return "i64"
+    return element
 
 
 def _signature(op: ir.OpView) -> tuple[tuple[str, ...], str] | None:
@@ -190,7 +204,7 @@ def _through(op: ir.Operation, offset: tuple[int, ...], view: tuple[int, ...],
 
 @dataclass(eq=False)
 class Group:
-    """Elementwise ops run as one fused kernel, in block order."""
+    """Elementwise ops run as one fused kernel, in block order (or one pooling op: `kind`)."""
 
     shape: tuple[int, ...]
     ops: list[ir.Operation] = field(default_factory=list)
@@ -202,6 +216,7 @@ class Group:
     # (value, offset, view) of an inline op's result -> where it reads its operands
     paths: dict[tuple, list[tuple]] = field(default_factory=dict)
     reduced: tuple[int, ...] = ()  # dims of `shape` its last op (an ipu.reduce) folds
+    kind: str = "elementwise"  # or "window": one pooling op (`window`)
 
     @property
     def last(self) -> ir.Operation:
@@ -414,7 +429,8 @@ def _connect(group: Group, inline: set[ir.Operation], evaluated: dict[ir.Operati
                 group.outputs.append(result)
 
 
-def _strides(shape: tuple[int, ...]) -> list[int]:
+def row_strides(shape: tuple[int, ...]) -> list[int]:
+    """The element strides of a C-contiguous array of `shape`."""
     strides, step = [], 1
     for d in reversed(shape):
         strides.append(step)
@@ -446,7 +462,7 @@ def _layout(group: Group
     strides, offsets = [], []
     for item in group.reads:
         memory = tuple(item.value.type.shape)
-        own = _strides(memory)
+        own = row_strides(memory)
         offsets.append(_offset(item.offset, own))
         extra = len(memory) - rank  # dims beyond the loops' (an inline reshape's): one index
         if extra > 0:
@@ -454,10 +470,10 @@ def _layout(group: Group
             own, view = own[extra:], item.view[extra:]
         else:
             pad = (1,) * -extra
-            own, view = _strides(pad + memory), pad + item.view
+            own, view = row_strides(pad + memory), pad + item.view
         strides.append([0 if view[d] == 1 and shape[d] != 1 else own[d]
                         for d in range(rank)])
-    strides.append(_strides(shape))  # the results', merged with the reads'
+    strides.append(row_strides(shape))  # the results', merged with the reads'
     order = [d for d in range(rank) if d not in group.reduced] + list(group.reduced)
     boundary = rank - len(group.reduced)  # where the folded dims start in `order`
     loops: list[int] = []
@@ -527,7 +543,7 @@ def _function(name: str, group: Group) -> str:
         folded = int(np.prod(loops[:kept], dtype=np.int64))
         lines.append(f"{indent}%nr_ = arith.constant {folded} : i64")
         lines.append(f"{indent}%rb_0 = arith.muli %r, %nr_ : i64")
-        fold_strides = _strides(loops[:kept])
+        fold_strides = row_strides(loops[:kept])
     for d, extent in enumerate(loops):
         lines.append(f"{indent}%e{d} = arith.constant {extent} : i64")
         if reduction is not None and d >= kept:
@@ -627,8 +643,11 @@ def kernel_module(groups: list[Group]) -> tuple[str, list[int]]:
     `fused_<i>` for the i-th distinct kernel (an LSTM's steps share one)."""
     functions: dict[str, int] = {}
     numbers = []
+    from . import window  # (it builds on this module)
+
     for group in groups:
-        text = _function("NAME", group)
+        text = _function("NAME", group) if group.kind == "elementwise" else \
+            window.function("NAME", group)
         numbers.append(functions.setdefault(text, len(functions)))
     body = [text.replace("@NAME(", f"@fused_{i}(", 1) for text, i in functions.items()]
     return "module {\n" + "\n".join(body) + "\n}\n", numbers
@@ -645,14 +664,14 @@ class FusedKernel:
     def __init__(self, code, address: int, group: Group) -> None:
         self.code = code  # the engine or library holding the machine code: kept alive
         self.spec = [(int(np.prod(v.type.shape, dtype=np.int64)), v.type.rank,
-                      _TYPES[_element(v.type)]) for v in group.inputs]
+                      _TYPES[storage(v.type)]) for v in group.inputs]
         self.shapes = [tuple(v.type.shape) for v in group.outputs]
-        self.outputs = [_TYPES[_element(v.type)] for v in group.outputs]
+        self.outputs = [_TYPES[storage(v.type)] for v in group.outputs]
         n_in, n_out = len(self.spec), len(self.outputs)
         self.pointers = _FFI.new("void *[]", n_in + n_out)
         # replicas, each input's step, each read's offset (arguments, so that kernels
         # that differ only in where they read, as an LSTM's steps, share one function)
-        offsets = [_offset(item.offset, _strides(tuple(item.value.type.shape)))
+        offsets = [_offset(item.offset, row_strides(tuple(item.value.type.shape)))
                    for item in group.reads]  # (not `_access`: a warm compile skips it)
         self.integers = _FFI.new("int64_t[]", [1] + [0] * n_in + offsets)
         self.packed = _FFI.new("void *[]", [_FFI.addressof(self.pointers, i)
@@ -857,6 +876,7 @@ def groups_data(groups: list[Group], block: ir.Block) -> list[dict]:
              "absorbed": [index[op] for op in g.absorbed],
              "inputs": [ref(v) for v in g.inputs], "reads": [read(*r.key) for r in g.reads],
              "outputs": [ref(v) for v in g.outputs], "reduced": list(g.reduced),
+             "kind": g.kind,
              "paths": [[read(*key), [read(*r) for r in reads]]
                        for key, reads in g.paths.items()]}
             for g in groups]
@@ -887,7 +907,9 @@ def groups_from(data: list[dict], block: ir.Block) -> list[Group]:
         group = Group(tuple(g["shape"]), [at(ops, i) for i in g["ops"]],
                       [at(ops, i) for i in g["absorbed"]], [value(r) for r in g["inputs"]],
                       [Read(*read(r)) for r in g["reads"]], [value(r) for r in g["outputs"]],
-                      reduced=tuple(g["reduced"]))
+                      reduced=tuple(g["reduced"]), kind=g["kind"])
+        if group.kind not in ("elementwise", "window"):
+            raise ValueError(f"a group of kind {group.kind!r}")
         group.paths = {read(key): [read(r) for r in reads] for key, reads in g["paths"]}
         if not group.ops or not group.outputs:
             raise ValueError("a group without ops or results")
