@@ -7,9 +7,9 @@ NumPy pools a window one tap at a time: a pass over the output per tap for the m
 four more per tap for the first index of it, and a pass over the input for NaN. A
 kernel here makes one pass: per output element it reads the window's taps (unrolled),
 keeps the maximum and where it is, and stores both. The gradient zeroes the input's
-plane and adds each output gradient at its index. Measured on a CNN's 2x2 pools at
-micro-batch 32 (`bench/models.py`, 32x16x32x32 and 32x32x16x16 inputs): see
-`test_window.py` for the semantics and the issue notes for the figures.
+plane and adds each output gradient at its index. The bench CNN's two 2x2 pools and
+their gradients at micro-batch 32 (32x16x32x32 and 32x32x16x16 inputs) took 2.8 ms of
+a training step as NumPy kernels and 0.9 ms as these (per-kernel timers).
 
 The semantics are PyTorch's (and the NumPy kernels'): a window starts at its first
 element inside the input, then takes every later tap that is greater, or NaN (so the
