@@ -55,6 +55,7 @@ class _Codegen:
         self.summing: set[ir.Operation] = set()  # the views, sums of such matmuls
         self.wrapped: dict[int, str] = {}  # this function's results to sum on return
         self.groups: list[Group] = []  # fused elementwise kernels, numbered program-wide
+        self.contiguous: set[ir.Operation] = set()  # views copied where made (`shared_views`)
         self.index = index  # an earlier compile's groups (`fusion.read_index`), if any
         self.found: list[list[dict]] = []  # each function's groups, as `groups_data`
 
@@ -103,6 +104,7 @@ class _Codegen:
                 self.position[op] = max(self.position[op], ends[group.last])
                 skipped.add(op)
             skipped.discard(group.last)
+        self.contiguous = self.shared_views(groups)
         params = ", ".join(value_name(a) for a in block.arguments)
         self.lines.append(f"def {name}({params}):")
         for op in block.operations:
@@ -130,6 +132,22 @@ class _Codegen:
                         key=lambda g: self.position[g.last])
         self.found.append(groups_data(groups, block))
         return groups
+
+    def shared_views(self, groups: list[Group]) -> set[ir.Operation]:
+        """Ops of view kernels (a permute, a broadcast) whose result two or more kernel
+        calls read: the view is copied to a C-contiguous array once where it is made,
+        rather than by each kernel call (an LSTM's backward steps each read one step of
+        the permuted gradient of its outputs: 17 copies of it a training step)."""
+        readers: dict[ir.Operation, int] = {}
+        for group in groups:
+            for value in group.inputs:
+                owner = value.owner
+                if isinstance(owner, ir.Block):
+                    continue
+                k = self.kernels.get(owner.name)
+                if k is not None and k.view and owner.operation not in self.links:
+                    readers[owner.operation] = readers.get(owner.operation, 0) + 1
+        return {op for op, n in readers.items() if n > 1}
 
     def fused_call(self, number: int, value_name) -> str:
         group = self.groups[number]
@@ -236,6 +254,8 @@ class _Codegen:
         results = [value_name(r) for r in op.results]
         if not results:
             return call
+        if op.operation in self.contiguous:
+            call = f"np.ascontiguousarray({call})"
         if name == "func.call" and len(results) == 1:
             return f"{results[0]}, = {call}"
         return f"{', '.join(results)} = {call}"

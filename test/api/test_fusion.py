@@ -728,3 +728,30 @@ def test_a_warm_compile_takes_its_groups_and_kernels_from_the_index(tmp_path, mo
         for a, b in zip(again.run(*args), expected, strict=True):
             np.testing.assert_array_equal(a, b)
         assert json.loads(index.read_text()) == entry
+
+
+def test_a_view_two_kernels_read_is_made_contiguous_once():
+    """A permuted view read by two kernel calls is copied once where it is made, not by
+    each call; a view one call reads stays a view (the call copies it, as before)."""
+    P = "tensor<128x64xf32>"
+    program, numpy_only = compile_both(f"""
+    func.func @main(%x: {P}, %y: {T}, %z: {P}) -> ({T}, {T}, {T}) {{
+      %p = "ipu.permute"(%x) {{dims = array<i64: 1, 0>}} : ({P}) -> {T}
+      %0 = "ipu.exp"(%p) : ({T}) -> {T}
+      %1 = "ipu.mul"(%0, %y) : ({T}, {T}) -> {T}
+      %m = "ipu.matmul"(%1, %x) : ({T}, {P}) -> tensor<64x64xf32>
+      %2 = "ipu.tanh"(%p) : ({T}) -> {T}
+      %3 = "ipu.add"(%2, %y) : ({T}, {T}) -> {T}
+      %q = "ipu.permute"(%z) {{dims = array<i64: 1, 0>}} : ({P}) -> {T}
+      %4 = "ipu.sigmoid"(%q) : ({T}) -> {T}
+      %5 = "ipu.mul"(%4, %y) : ({T}, {T}) -> {T}
+      return %1, %3, %5 : {T}, {T}, {T}
+    }}""")
+    lines = body(program)
+    assert lines[0] == "v3 = np.ascontiguousarray(ipu_permute(v0, dims=(1, 0)))"
+    assert "v7 = ipu_permute(v2, dims=(1, 0))" in lines
+    rng = np.random.default_rng(1)
+    x, y, z = (rng.standard_normal(shape, dtype=np.float32)
+               for shape in ((128, 64), (64, 128), (128, 64)))
+    for fused, reference in zip(program.run(x, y, z), numpy_only.run(x, y, z), strict=True):
+        np.testing.assert_allclose(fused, reference, rtol=2e-6, atol=1e-7)
