@@ -9,7 +9,8 @@ removes reductions over size-1 dims, moves reshapes below unary elementwise ops 
 linear layer on a 3-d input leaves `relu(reshape(x + b))`: the relu then follows the
 add, and the JIT fuses them), and makes a sum of products `x1^T y1 + x2^T y2` one
 product of concatenations (an RNN's weight gradient: one matrix product of all steps
-instead of one per step and their sum).
+instead of one per step and their sum), as it makes a sum of sums over the same dims one
+sum of their concatenation (the RNN's bias gradient).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from torch_mlir import ir, rewrite
 
 from poptorch.dialects.elementwise import UNARY
+from poptorch.dialects.ipu import make_bool
 
 from .registry import Pass, register
 
@@ -214,19 +216,76 @@ def sum_of_products(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     return False
 
 
+def _summed(value: ir.Value) -> tuple[ir.Value, list[int], bool, ir.Type] | None:
+    """(x, dims, keepdim, the sum's type) when `value` is a sum of x over dims, maybe
+    reshaped, with the sum (and the reshape) read once."""
+    owner = value.owner
+    if not isinstance(owner, ir.OpView) or len(list(value.uses)) != 1:
+        return None
+    if owner.operation.name == "ipu.reshape":
+        inner = owner.operands[0]
+        if len(list(inner.uses)) != 1:
+            return None
+        owner = inner.owner
+    if not (isinstance(owner, ir.OpView) and owner.operation.name == "ipu.reduce"
+            and owner.attributes["kind"].value == "sum"):
+        return None
+    x = owner.operands[0]
+    dims = sorted({int(d) % x.type.rank for d in owner.attributes["dims"]})
+    return (x, dims, bool(owner.attributes["keepdim"].value),
+            owner.results[0].type) if dims else None
+
+
+def sum_of_reductions(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Pattern: `sum(x1, D) + sum(x2, D)` (each maybe reshaped alike) is
+    `sum(concat(x1, x2), D)`, concatenated along D's first dim (an RNN's bias gradient
+    adds one sum over the batch per step: one sum of all steps instead, of the
+    concatenation `sum_of_products` makes for the weight gradient, which CSE shares)."""
+    from poptorch.dialects.data_movement import ConcatOp, ReshapeOp
+    from poptorch.dialects.reduction import ReduceOp
+
+    result = op.results[0].type
+    if op.operands[0].type != result or op.operands[1].type != result:
+        return True
+    first, second = (_summed(v) for v in op.operands)
+    if first is None or second is None:
+        return True
+    (x1, dims, keepdim, summed), (x2, dims2, keepdim2, summed2) = first, second
+    a, b = x1.type, x2.type
+    axis = dims[0]
+    if (dims, keepdim, summed) != (dims2, keepdim2, summed2) or a.rank != b.rank \
+            or a.element_type != b.element_type \
+            or any(a.shape[d] != b.shape[d] for d in range(a.rank) if d != axis):
+        return True
+    shape = list(a.shape)
+    shape[axis] += b.shape[axis]
+    with rewriter.ip, op.location:
+        joined = ConcatOp(x1, x2, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis),
+                          ir.RankedTensorType.get(shape, a.element_type))
+        total = ReduceOp(joined.result, ir.StringAttr.get("sum"),
+                         ir.DenseI64ArrayAttr.get(dims), make_bool(keepdim), summed)
+        made = [joined.operation, total.operation]
+        if summed != result:
+            made.append(ReshapeOp(total.result, result).operation)
+    _stamp(made, _attributes(op))
+    rewriter.replace_op(op, [made[-1].results[0]])
+    return False
+
+
 @register
 class Simplify(Pass):
     argument = "ipu-simplify"
     description = ("Remove multiplications by 1, additions of 0, no-op layout ops, "
                    "reshape and permute chains and reductions over size-1 dims; move "
                    "reshapes below unary elementwise ops; make a sum of products x^T y "
-                   "one product")
+                   "one product, and a sum of sums one sum")
 
     def run(self, module: ir.Operation) -> None:
         patterns = rewrite.RewritePatternSet()
         patterns.add("ipu.mul", identity_operand(1.0))
         patterns.add("ipu.add", identity_operand(0.0))
         patterns.add("ipu.add", sum_of_products)
+        patterns.add("ipu.add", sum_of_reductions)
         patterns.add("ipu.sub", right_identity(0.0))
         patterns.add("ipu.div", right_identity(1.0))
         patterns.add("ipu.reshape", reshape_chain)

@@ -161,3 +161,46 @@ func.func @unit_reduce(%x: tensor<1x32x512xf32>)
   %3 = "ipu.reduce"(%x) {kind = "max", dims = array<i64: 0, 1>, keepdim = true} : (tensor<1x32x512xf32>) -> tensor<1x1x512xf32>
   return %0, %1, %2, %3 : tensor<1x32x512xf32>, tensor<32x512xf32>, tensor<1x32x512xf32>, tensor<1x1x512xf32>
 }
+
+// -----
+
+// A sum of sums over the same dims (an RNN's bias gradient, one per step), each maybe
+// reshaped alike, is one sum of the concatenation along the first summed dim; the new
+// ops keep the add's attributes (the first pair's sum and reshape go once the second
+// add takes in their concatenation).
+// CHECK-LABEL: func.func @sum_of_reductions
+// CHECK-NEXT:    %[[X:.*]] = "ipu.concat"(%arg0, %arg1) {dim = 0 : i64, ipu.name_scope = "lstm"} : (tensor<32x512xf32>, tensor<32x512xf32>) -> tensor<64x512xf32>
+// CHECK-NEXT:    %[[X3:.*]] = "ipu.concat"(%[[X]], %arg2) {dim = 0 : i64} : (tensor<64x512xf32>, tensor<16x512xf32>) -> tensor<80x512xf32>
+// CHECK-NEXT:    %[[S3:.*]] = "ipu.reduce"(%[[X3]]) {dims = array<i64: 0>, keepdim = true, kind = "sum"} : (tensor<80x512xf32>) -> tensor<1x512xf32>
+// CHECK-NEXT:    %[[R3:.*]] = "ipu.reshape"(%[[S3]]) : (tensor<1x512xf32>) -> tensor<512xf32>
+// CHECK-NEXT:    return %[[R3]]
+func.func @sum_of_reductions(%x1: tensor<32x512xf32>, %x2: tensor<32x512xf32>,
+                             %x3: tensor<16x512xf32>) -> tensor<512xf32> {
+  %s1 = "ipu.reduce"(%x1) {kind = "sum", dims = array<i64: 0>, keepdim = true} : (tensor<32x512xf32>) -> tensor<1x512xf32>
+  %r1 = "ipu.reshape"(%s1) : (tensor<1x512xf32>) -> tensor<512xf32>
+  %s2 = "ipu.reduce"(%x2) {kind = "sum", dims = array<i64: 0>, keepdim = true} : (tensor<32x512xf32>) -> tensor<1x512xf32>
+  %r2 = "ipu.reshape"(%s2) : (tensor<1x512xf32>) -> tensor<512xf32>
+  %a = "ipu.add"(%r1, %r2) {ipu.name_scope = "lstm"} : (tensor<512xf32>, tensor<512xf32>) -> tensor<512xf32>
+  %s3 = "ipu.reduce"(%x3) {kind = "sum", dims = array<i64: 0>, keepdim = true} : (tensor<16x512xf32>) -> tensor<1x512xf32>
+  %r3 = "ipu.reshape"(%s3) : (tensor<1x512xf32>) -> tensor<512xf32>
+  %b = "ipu.add"(%a, %r3) : (tensor<512xf32>, tensor<512xf32>) -> tensor<512xf32>
+  return %b : tensor<512xf32>
+}
+
+// -----
+
+// Sums read elsewhere too, of other kinds or dims, or of operands that differ beyond the
+// summed dim stay.
+// CHECK-LABEL: func.func @reductions_kept
+// CHECK-NOT: "ipu.concat"
+// CHECK-COUNT-2: "ipu.add"
+func.func @reductions_kept(%x: tensor<32x512xf32>, %y: tensor<4x8x512xf32>, %z: tensor<8x4x512xf32>)
+    -> (tensor<1x512xf32>, tensor<1x512xf32>, tensor<1x1x512xf32>) {
+  %s = "ipu.reduce"(%x) {kind = "sum", dims = array<i64: 0>, keepdim = true} : (tensor<32x512xf32>) -> tensor<1x512xf32>
+  %m = "ipu.reduce"(%x) {kind = "max", dims = array<i64: 0>, keepdim = true} : (tensor<32x512xf32>) -> tensor<1x512xf32>
+  %a = "ipu.add"(%s, %m) : (tensor<1x512xf32>, tensor<1x512xf32>) -> tensor<1x512xf32>
+  %p = "ipu.reduce"(%y) {kind = "sum", dims = array<i64: 0, 1>, keepdim = true} : (tensor<4x8x512xf32>) -> tensor<1x1x512xf32>
+  %q = "ipu.reduce"(%z) {kind = "sum", dims = array<i64: 0, 1>, keepdim = true} : (tensor<8x4x512xf32>) -> tensor<1x1x512xf32>
+  %b = "ipu.add"(%p, %q) : (tensor<1x1x512xf32>, tensor<1x1x512xf32>) -> tensor<1x1x512xf32>
+  return %a, %s, %b : tensor<1x512xf32>, tensor<1x512xf32>, tensor<1x1x512xf32>
+}
