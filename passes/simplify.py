@@ -10,7 +10,9 @@ linear layer on a 3-d input leaves `relu(reshape(x + b))`: the relu then follows
 add, and the JIT fuses them), and makes a sum of products `x1^T y1 + x2^T y2` one
 product of concatenations (an RNN's weight gradient: one matrix product of all steps
 instead of one per step and their sum), as it makes a sum of sums over the same dims one
-sum of their concatenation (the RNN's bias gradient).
+sum of their concatenation (the RNN's bias gradient). A slice moves above a permute and
+into the operand of a concat it lies in (an RNN's last output, `out[:, -1]` of all steps'
+outputs concatenated, is the last step's output: the concatenation goes unused).
 """
 
 from __future__ import annotations
@@ -216,6 +218,83 @@ def sum_of_products(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     return False
 
 
+def _single_reader(op: ir.OpView, name: str) -> ir.OpView | None:
+    """The producer of `op`'s first operand when it is a `name` op read only by `op`."""
+    owner = op.operands[0].owner
+    if isinstance(owner, ir.OpView) and owner.operation.name == name \
+            and len(list(op.operands[0].uses)) == 1:
+        return owner
+    return None
+
+
+def _box(op: ir.OpView) -> tuple[list[int], list[int], list[int]]:
+    return tuple([int(x) for x in op.attributes[n]] for n in ("starts", "ends", "steps"))
+
+
+def _slice(value: ir.Value, starts, ends, steps, result: ir.Type) -> ir.Value:
+    """`ipu.slice` of `value`, or `value` when the box is all of it."""
+    from poptorch.dialects.data_movement import SliceOp
+
+    if value.type == result and all(s == 0 and e == n and k == 1 for s, e, k, n in zip(
+            starts, ends, steps, value.type.shape, strict=True)):
+        return value
+    return SliceOp(value, ir.DenseI64ArrayAttr.get(starts), ir.DenseI64ArrayAttr.get(ends),
+                   ir.DenseI64ArrayAttr.get(steps), result).result
+
+
+def slice_of_permute(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Pattern: a slice of a permute (read only by it) is the permute of the slice of its
+    operand (`out.permute(1, 0, 2)[:, -1]`, an RNN's last output, then slices what the
+    permute's operand is made of: `slice_of_concat`)."""
+    from poptorch.dialects.data_movement import PermuteOp
+
+    permute = _single_reader(op, "ipu.permute")
+    if permute is None:
+        return True
+    dims = [int(d) for d in permute.attributes["dims"]]
+    source = permute.operands[0]
+    starts, ends, steps = ([0] * len(dims) for _ in range(3))
+    for i, (start, end, step) in enumerate(zip(*_box(op), strict=True)):
+        starts[dims[i]], ends[dims[i]], steps[dims[i]] = start, end, step
+    shape = list(source.type.shape)
+    for d in range(len(shape)):
+        shape[d] = max(0, -(-(ends[d] - starts[d]) // steps[d]))
+    attributes = _attributes(op)
+    with rewriter.ip, op.location:
+        sliced = _slice(source, starts, ends, steps,
+                        ir.RankedTensorType.get(shape, source.type.element_type))
+        moved = PermuteOp(sliced, ir.DenseI64ArrayAttr.get(dims), op.results[0].type)
+    _stamp([moved.operation] + ([sliced.owner] if sliced != source else []), attributes)
+    rewriter.replace_op(op, [moved.result])
+    return False
+
+
+def slice_of_concat(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
+    """Pattern: a slice of a concat that lies within one of its operands is a slice of
+    that operand (the operand itself when it is all of it)."""
+    owner = op.operands[0].owner
+    if not (isinstance(owner, ir.OpView) and owner.operation.name == "ipu.concat"):
+        return True
+    lhs, rhs = owner.operands
+    dim = int(owner.attributes["dim"].value) % lhs.type.rank
+    starts, ends, steps = _box(op)
+    split = lhs.type.shape[dim]
+    if ends[dim] <= split:
+        source = lhs
+    elif starts[dim] >= split:
+        source = rhs
+        starts[dim] -= split
+        ends[dim] -= split
+    else:
+        return True
+    with rewriter.ip, op.location:
+        sliced = _slice(source, starts, ends, steps, op.results[0].type)
+    if sliced != source:
+        _stamp([sliced.owner], _attributes(op))
+    rewriter.replace_op(op, [sliced])
+    return False
+
+
 def _summed(value: ir.Value) -> tuple[ir.Value, list[int], bool, ir.Type] | None:
     """(x, dims, keepdim, the sum's type) when `value` is a sum of x over dims, maybe
     reshaped, with the sum (and the reshape) read once."""
@@ -278,7 +357,8 @@ class Simplify(Pass):
     description = ("Remove multiplications by 1, additions of 0, no-op layout ops, "
                    "reshape and permute chains and reductions over size-1 dims; move "
                    "reshapes below unary elementwise ops; make a sum of products x^T y "
-                   "one product, and a sum of sums one sum")
+                   "one product, and a sum of sums one sum; slice through permutes and "
+                   "concats")
 
     def run(self, module: ir.Operation) -> None:
         patterns = rewrite.RewritePatternSet()
@@ -291,6 +371,8 @@ class Simplify(Pass):
         patterns.add("ipu.reshape", reshape_chain)
         patterns.add("ipu.permute", permute_chain)
         patterns.add("ipu.reduce", unit_reduce)
+        patterns.add("ipu.slice", slice_of_permute)
+        patterns.add("ipu.slice", slice_of_concat)
         for name in UNARY:
             patterns.add(f"ipu.{name}", unary_of_reshape)
         for name in ("ipu.broadcast", "ipu.cast"):

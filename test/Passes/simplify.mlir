@@ -204,3 +204,29 @@ func.func @reductions_kept(%x: tensor<32x512xf32>, %y: tensor<4x8x512xf32>, %z: 
   %b = "ipu.add"(%p, %q) : (tensor<1x1x512xf32>, tensor<1x1x512xf32>) -> tensor<1x1x512xf32>
   return %a, %s, %b : tensor<1x512xf32>, tensor<1x512xf32>, tensor<1x1x512xf32>
 }
+
+// -----
+
+// An RNN's last output, `out.permute(1, 0, 2)[:, -1]` of the concatenated steps, is the
+// last step's output: the slice moves above the permute, then into the concat's operand
+// it lies in (the operand itself when it is all of it); the concat goes unused. A slice
+// across both operands stays a slice of the concat.
+// CHECK-LABEL: func.func @last_step
+// CHECK-NEXT:    %[[AB:.*]] = "ipu.concat"(%arg0, %arg1) {dim = 0 : i64}
+// CHECK-NEXT:    %[[ABC:.*]] = "ipu.concat"(%[[AB]], %arg2) {dim = 0 : i64}
+// CHECK-NEXT:    %[[P:.*]] = "ipu.permute"(%arg2) {dims = array<i64: 1, 0, 2>, ipu.name_scope = "head"} : (tensor<1x32x128xf32>) -> tensor<32x1x128xf32>
+// CHECK-NEXT:    %[[S:.*]] = "ipu.slice"(%arg0) {ends = array<i64: 2, 32, 100>, ipu.name_scope = "mid", starts = array<i64: 1, 0, 0>, steps = array<i64: 1, 2, 1>} : (tensor<2x32x128xf32>) -> tensor<1x16x100xf32>
+// CHECK-NEXT:    %[[X:.*]] = "ipu.slice"(%[[ABC]]) {ends = array<i64: 4, 32, 128>, starts = array<i64: 2, 0, 0>, steps = array<i64: 1, 1, 1>} : (tensor<4x32x128xf32>) -> tensor<2x32x128xf32>
+// CHECK-NEXT:    %[[M:.*]] = "ipu.permute"(%[[X]]) {dims = array<i64: 1, 0, 2>} : (tensor<2x32x128xf32>) -> tensor<32x2x128xf32>
+// CHECK-NEXT:    return %[[P]], %[[S]], %[[M]]
+func.func @last_step(%a: tensor<2x32x128xf32>, %b: tensor<1x32x128xf32>, %c: tensor<1x32x128xf32>)
+    -> (tensor<32x1x128xf32>, tensor<1x16x100xf32>, tensor<32x2x128xf32>) {
+  %ab = "ipu.concat"(%a, %b) {dim = 0 : i64} : (tensor<2x32x128xf32>, tensor<1x32x128xf32>) -> tensor<3x32x128xf32>
+  %abc = "ipu.concat"(%ab, %c) {dim = 0 : i64} : (tensor<3x32x128xf32>, tensor<1x32x128xf32>) -> tensor<4x32x128xf32>
+  %p = "ipu.permute"(%abc) {dims = array<i64: 1, 0, 2>} : (tensor<4x32x128xf32>) -> tensor<32x4x128xf32>
+  %last = "ipu.slice"(%p) {starts = array<i64: 0, 3, 0>, ends = array<i64: 32, 4, 128>, steps = array<i64: 1, 1, 1>, ipu.name_scope = "head"} : (tensor<32x4x128xf32>) -> tensor<32x1x128xf32>
+  %q = "ipu.slice"(%ab) {starts = array<i64: 1, 0, 0>, ends = array<i64: 2, 32, 100>, steps = array<i64: 1, 2, 1>, ipu.name_scope = "mid"} : (tensor<3x32x128xf32>) -> tensor<1x16x100xf32>
+  %p2 = "ipu.permute"(%abc) {dims = array<i64: 1, 0, 2>} : (tensor<4x32x128xf32>) -> tensor<32x4x128xf32>
+  %across = "ipu.slice"(%p2) {starts = array<i64: 0, 2, 0>, ends = array<i64: 32, 4, 128>, steps = array<i64: 1, 1, 1>} : (tensor<32x4x128xf32>) -> tensor<32x2x128xf32>
+  return %last, %q, %across : tensor<32x1x128xf32>, tensor<1x16x100xf32>, tensor<32x2x128xf32>
+}
