@@ -661,12 +661,18 @@ class FusedKernel:
     (one array of pointers to the arguments), called through cffi: it takes an array's
     address 5x faster than ctypes (0.5 against 2.4 us)."""
 
-    def __init__(self, code, address: int, group: Group) -> None:
+    def __init__(self, code, address: int, group: Group,
+                 io: tuple[list, list] | None = None) -> None:
+        """`io`: the function's inputs [(size, rank, dtype)] and outputs [(shape, dtype)]
+        when they are not the group's values' (`window.io`)."""
         self.code = code  # the engine or library holding the machine code: kept alive
-        self.spec = [(int(np.prod(v.type.shape, dtype=np.int64)), v.type.rank,
-                      _TYPES[storage(v.type)]) for v in group.inputs]
-        self.shapes = [tuple(v.type.shape) for v in group.outputs]
-        self.outputs = [_TYPES[storage(v.type)] for v in group.outputs]
+        if io is None:
+            io = ([(int(np.prod(v.type.shape, dtype=np.int64)), v.type.rank,
+                    _TYPES[storage(v.type)]) for v in group.inputs],
+                  [(tuple(v.type.shape), _TYPES[storage(v.type)]) for v in group.outputs])
+        self.spec = io[0]
+        self.shapes = [shape for shape, _ in io[1]]
+        self.outputs = [dtype for _, dtype in io[1]]
         n_in, n_out = len(self.spec), len(self.outputs)
         self.pointers = _FFI.new("void *[]", n_in + n_out)
         # replicas, each input's step, each read's offset (arguments, so that kernels
@@ -832,7 +838,7 @@ def _load(path: str, groups: list[Group], numbers: list[int], text: str
                      for i in range(max(numbers) + 1)]
     except (OSError, AttributeError):
         return None
-    return Kernels(text, [FusedKernel(library, addresses[number], group)
+    return Kernels(text, [_kernel(library, addresses[number], group)
                           for group, number in zip(groups, numbers, strict=True)])
 
 
@@ -976,5 +982,15 @@ def compile_kernels(groups: list[Group], context: ir.Context, key: str | None = 
             pass
         if key is not None and functions is not None and os.path.exists(path):
             _write_index(directory, key, os.path.basename(path), numbers, text, functions)
-    return Kernels(text, [FusedKernel(engine, addresses[number], group)
+    return Kernels(text, [_kernel(engine, addresses[number], group)
                           for group, number in zip(groups, numbers, strict=True)])
+
+
+def _kernel(code, address: int, group: Group):
+    """What the program calls for `group`: its FusedKernel, or for a window group what
+    `window.call` builds on it."""
+    if group.kind == "elementwise":
+        return FusedKernel(code, address, group)
+    from . import window
+
+    return window.call(FusedKernel(code, address, group, window.io(group)), group)

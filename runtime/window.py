@@ -1,7 +1,14 @@
-"""Compiled window kernels: max pooling, with and without indices, and its gradient as
-functions of the JIT's kernel module (`fusion.kernel_module`), called like its fused
-groups (`fusion.FusedKernel`: pointer arguments, the number of replicas and each
-input's replica stride).
+"""Compiled window kernels: max pooling, with and without indices, and its gradient, and
+the windows a convolution multiplies (im2col), as functions of the JIT's kernel module
+(`fusion.kernel_module`), called like its fused groups (`fusion.FusedKernel`: pointer
+arguments, the number of replicas and each input's replica stride).
+
+A convolution and its weight gradient are BLAS products of the weight (or the output's
+gradient) with the input's windows laid out as a matrix (channels x taps, images x
+pixels). NumPy gathers them by padding the input (a copy) and copying each tap's
+strided view; the kernel here writes the matrix in one pass, zeros for the taps in
+the padding and a contiguous copy along each row for stride 1 (32 images of 16x16x16
+with a 3x3 kernel: 0.25 ms against NumPy's 0.98). `Convolution` makes the products.
 
 NumPy pools a window one tap at a time: a pass over the output per tap for the maximum,
 four more per tap for the first index of it, and a pass over the input for NaN. A
@@ -18,7 +25,8 @@ index into the pooled dims of the input. A gradient index outside the input's pl
 skipped rather than written out of bounds (the JIT only passes its forward's indices).
 
 Pools of f32 with i64 indices, at most MAX_TAPS taps a window and an output of at least
-`fusion.FUSE_MIN_ELEMENTS` elements, are compiled; the rest stay NumPy kernels.
+`fusion.FUSE_MIN_ELEMENTS` elements, and convolutions of f32 whose windows have that
+many elements, are compiled; the rest stay NumPy kernels.
 """
 
 from __future__ import annotations
@@ -26,11 +34,14 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 from torch_mlir import ir
 
 from .fusion import FUSE_MIN_ELEMENTS, Group, row_strides, storage
 
-KINDS = ("ipu.max_pool", "ipu.max_pool_with_indices", "ipu.max_pool_grad")
+KINDS = ("ipu.max_pool", "ipu.max_pool_with_indices", "ipu.max_pool_grad", "ipu.conv",
+         "ipu.conv_weight_grad")
+CONVOLUTIONS = ("ipu.conv", "ipu.conv_weight_grad")
 MAX_TAPS = 64  # taps are unrolled in the kernel's body
 
 
@@ -41,7 +52,10 @@ def _window(op: ir.Operation) -> tuple[list[int], ...]:
 
 
 def window_group(op: ir.Operation) -> Group | None:
-    """The one-op group of a pooling op the kernel module computes, or None."""
+    """The one-op group of a pooling op or convolution the kernel module computes, or
+    None."""
+    if op.name in CONVOLUTIONS:
+        return _convolution_group(op)
     if op.name not in KINDS:
         return None
     kernel = _window(op)[0]
@@ -92,6 +106,13 @@ class _Lines:
         self.indent += "  "
         return f"%i{self.count}"
 
+    def loop_from(self, lower: str, upper: str) -> str:
+        """Open `scf.for` from `lower` to `upper` (SSA values)."""
+        self.count += 1
+        self.add(f"scf.for %i{self.count} = {lower} to {upper} step {self.const(1)} : i64 {{")
+        self.indent += "  "
+        return f"%i{self.count}"
+
     def close(self) -> None:
         self.indent = self.indent[:-2]
         self.add("}")
@@ -134,6 +155,8 @@ def _header(name: str, inputs: int, outputs: int) -> str:
 def function(name: str, group: Group) -> str:
     """The kernel of a window group as a func.func (`fusion.FusedKernel`'s arguments)."""
     op = group.ops[0]
+    if op.name in CONVOLUTIONS:
+        return _im2col(name, op)
     return (_gradient if op.name == "ipu.max_pool_grad" else _pool)(name, op)
 
 
@@ -239,3 +262,177 @@ def _gradient(name: str, op: ir.Operation) -> str:
     for _ in range(3):
         b.close()
     return b.text(_header(name, 2, 1))
+
+
+# ---- convolutions: the windows of the input (im2col) as a compiled kernel -----------------
+def _geometry(op: ir.Operation) -> tuple:
+    """(input shape, kernel, output spatial dims, strides, low padding, dilations, groups)
+    of a convolution or its weight gradient."""
+    source = tuple(op.operands[0].type.shape)
+    if op.name == "ipu.conv":
+        kernel = tuple(op.operands[1].type.shape[2:])
+        outputs = tuple(op.results[0].type.shape[2:])
+    else:  # the weight gradient: the kernel is its result's, the outputs its gradient's
+        kernel = tuple(op.results[0].type.shape[2:])
+        outputs = tuple(op.operands[1].type.shape[2:])
+    strides, low, dilations = ([int(x) for x in op.attributes[name]]
+                               for name in ("strides", "padding_low", "dilations"))
+    return (source, kernel, outputs, strides, low, dilations,
+            int(op.attributes["groups"].value))
+
+
+def _convolution_group(op: ir.Operation) -> Group | None:
+    """A convolution (or its weight gradient) of f32 whose windows the kernel module
+    gathers (`_im2col`), or None."""
+    types = [storage(v.type) for v in list(op.operands) + list(op.results)]
+    if types != ["f32"] * 3 or op.operands[0].type.rank < 3:
+        return None
+    source, kernel, outputs, *_ = _geometry(op)
+    if source[0] * math.prod(outputs) * source[1] * math.prod(kernel) < FUSE_MIN_ELEMENTS:
+        return None
+    return Group(tuple(op.results[0].type.shape), [op], inputs=list(op.operands),
+                 outputs=list(op.results), kind="window")
+
+
+def columns_shape(op: ir.Operation) -> tuple[int, int]:
+    """The windows' matrix of one replica: (channels x taps, images x output pixels)."""
+    source, kernel, outputs, *_ = _geometry(op)
+    return source[1] * math.prod(kernel), source[0] * math.prod(outputs)
+
+
+def _im2col(name: str, op: ir.Operation) -> str:
+    """cols[c, tap, n, pixel] = x[n, c, pixel * stride - padding + tap * dilation], 0
+    outside x, for the input x (N, C, *S) of one replica: loops over channels, taps,
+    images and the output's rows; along a row, the pixels whose tap lies before x, then
+    those inside (a copy, contiguous for stride 1), then those after."""
+    source, kernel, outputs, strides, low, dilations, _ = _geometry(op)
+    n_images, channels, spatial = source[0], source[1], source[2:]
+    d = len(spatial)
+    taps, pixels = math.prod(kernel), math.prod(outputs)
+    b = _Lines()
+    zero = b.const("0.0 : f32")
+
+    def pick(condition: str, a: str, c: str) -> str:
+        return b.emit(f"arith.select {condition}, {a}, {c} : i64")
+
+    def compare(predicate: str, a: str, c: str) -> str:
+        return b.emit(f"arith.cmpi {predicate}, {a}, {c} : i64")
+
+    def fill(lower: str, upper: str, row: str) -> None:
+        o = b.loop_from(lower, upper)
+        b.store(zero, "%out0", b.emit(f"arith.addi {row}, {o} : i64"), "f32")
+        b.close()
+
+    replica = b.loop("%replicas")
+    x_replica = b.emit(f"arith.muli {replica}, %step0 : i64")
+    cols_replica = b.index(None, [(replica, channels * taps * n_images * pixels)])
+    channel = b.loop(channels)
+    tap = [b.loop(k) for k in kernel]
+    tap_flat = b.index(None, list(zip(tap, row_strides(kernel), strict=True)))
+    image = b.loop(n_images)
+    x_plane = b.index(x_replica, [(image, channels * math.prod(spatial)),
+                                  (channel, math.prod(spatial))])
+    row = b.index(cols_replica, [(channel, taps * n_images * pixels),
+                                 (tap_flat, n_images * pixels), (image, pixels)])
+    out_strides, in_strides = row_strides(outputs), row_strides(spatial)
+    valid = None
+    for j in range(d - 1):  # the outer output dims: a row of taps inside x, or zeros
+        o = b.loop(outputs[j])
+        at = b.plus(b.index(None, [(o, strides[j]), (tap[j], dilations[j])]), -low[j])
+        inside = b.emit(f"arith.andi {compare('sge', at, b.const(0))}, "
+                        f"{compare('slt', at, b.const(spatial[j]))} : i1")
+        valid = inside if valid is None else b.emit(f"arith.andi {valid}, {inside} : i1")
+        x_plane = b.index(x_plane, [(at, in_strides[j])])
+        row = b.index(row, [(o, out_strides[j])])
+    # along the last dim, pixel o reads x at o * s - a (a = low - tap * dilation): inside
+    # x for lo <= o < hi
+    s, width, last = strides[-1], outputs[-1], spatial[-1]
+    a = b.index(b.const(low[-1]), [(tap[-1], -dilations[-1])])
+    if s == 1:
+        lo = a
+        hi = b.emit(f"arith.addi {a}, {b.const(last)} : i64")
+    else:
+        up = b.emit(f"arith.addi {a}, {b.const(s - 1)} : i64")
+        lo = b.emit(f"arith.divsi {up}, {b.const(s)} : i64")
+        end = b.emit(f"arith.addi {a}, {b.const(last - 1)} : i64")
+        hi = pick(compare("sge", end, b.const(0)),
+                  b.emit(f"arith.addi {b.emit(f'arith.divsi {end}, {b.const(s)} : i64')}, "
+                         f"{b.const(1)} : i64"), b.const(0))
+    lo = pick(compare("sgt", lo, b.const(0)), lo, b.const(0))  # (a <= 0: from 0)
+    lo = pick(compare("slt", lo, b.const(width)), lo, b.const(width))
+    hi = pick(compare("slt", hi, b.const(width)), hi, b.const(width))
+    hi = pick(compare("sgt", hi, lo), hi, lo)
+    if valid is not None:  # a row outside x: all zeros
+        lo, hi = pick(valid, lo, b.const(width)), pick(valid, hi, b.const(width))
+    fill(b.const(0), lo, row)
+    o = b.loop_from(lo, hi)
+    read = b.emit(f"arith.subi {b.index(x_plane, [(o, s)])}, {a} : i64")
+    b.store(b.load("%in0", read, "f32"), "%out0", b.emit(f"arith.addi {row}, {o} : i64"),
+            "f32")
+    b.close()
+    fill(hi, b.const(width), row)
+    for _ in range(d - 1 + 1 + len(kernel) + 2):
+        b.close()
+    return b.text(_header(name, 1, 1))
+
+
+def io(group: Group) -> tuple[list, list] | None:
+    """The compiled function's (inputs, outputs) as `fusion.FusedKernel` takes them, when
+    they are not the group's own: a convolution's function gathers the windows of its
+    input alone."""
+    op = group.ops[0]
+    if op.name not in CONVOLUTIONS:
+        return None
+    x = op.operands[0].type
+    return ([(math.prod(x.shape), x.rank, np.dtype(np.float32))],
+            [(columns_shape(op), np.dtype(np.float32))])
+
+
+def call(kernel, group: Group):
+    """What the program calls for the group: the kernel, or for a convolution the
+    product of the weight (or the output's gradient) with the windows it gathers."""
+    op = group.ops[0]
+    if op.name not in CONVOLUTIONS:
+        return kernel
+    return Convolution(kernel, op)
+
+
+class Convolution:
+    """`ipu.conv(x, w)` or `ipu.conv_weight_grad(x, dy)` on the windows of x that the
+    compiled kernel gathers: one BLAS product per replica and group, as the NumPy kernel
+    makes them on its own windows (`kernels.convolution.im2col`). Operands it was not
+    compiled for (other leading axes, other types) go to the NumPy kernel."""
+
+    def __init__(self, windows, op: ir.Operation) -> None:
+        from .kernels import load_all
+
+        self.windows = windows
+        k = load_all()[op.name]
+        self.fallback, self.static = k.fn, k.static(op.opview)
+        self.weight_grad = op.name == "ipu.conv_weight_grad"
+        source, kernel, outputs, *_, groups = _geometry(op)
+        self.source, self.groups, self.outputs = source, groups, outputs
+        self.result = tuple(op.results[0].type.shape)
+        self.other = tuple(op.operands[1].type.shape)
+
+    def __call__(self, x: np.ndarray, other: np.ndarray) -> tuple[np.ndarray]:
+        lead = x.shape[:x.ndim - len(self.source)]
+        lead_other = other.shape[:other.ndim - len(self.other)]
+        if x.dtype != np.float32 or other.dtype != np.float32 or \
+                x.shape[len(lead):] != self.source or \
+                other.shape[len(lead_other):] != self.other or lead_other not in ((), lead):
+            return (self.fallback(x, other, **self.static),)
+        cols, = self.windows(x)
+        g = self.groups
+        replicas = math.prod(lead)
+        cols = cols.reshape(replicas, g, -1, cols.shape[-1])
+        if self.weight_grad:  # dw[g] = dy[g] (C_out / g, N x pixels) @ cols[g]^T
+            n, c_out = other.shape[len(lead_other):len(lead_other) + 2]
+            dy = np.moveaxis(other.reshape(lead_other + (n, g, c_out // g, -1)), -4, -2)
+            dy = dy.reshape(-1, g, c_out // g, n * math.prod(self.outputs))
+            w = np.matmul(dy, np.swapaxes(cols, -1, -2))
+            return (w.reshape(lead + self.result),)
+        c_out, n = self.result[1], self.result[0]
+        w = other.reshape(-1, g, c_out // g, cols.shape[2])
+        y = np.matmul(w, cols).reshape(lead + (c_out, n) + self.outputs)
+        return (np.moveaxis(y, len(lead), len(lead) + 1),)

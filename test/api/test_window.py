@@ -160,3 +160,71 @@ def test_pool_kernel_ir():
     assert "arith.cmpi" not in text  # every window lies inside
     assert text.count("arith.cmpf ogt") == 3 and text.count("arith.cmpf uno") == 3
     assert text.count("scf.for") == 4  # replicas, planes, rows, columns
+
+
+CONVOLUTIONS = [  # (input, weight, strides, padding low, padding high, dilations, groups)
+    ((8, 3, 32, 32), (16, 3, 3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1),  # a CNN's first
+    ((8, 8, 15, 17), (12, 4, 3, 5), (2, 3), (1, 2), (2, 0), (2, 1), 2),  # grouped, strided
+    ((4, 6, 40), (6, 1, 7), (3,), (3,), (1,), (2,), 6),  # depthwise, 1 spatial dim
+    ((2, 4, 6, 7, 8), (8, 4, 2, 3, 2), (1, 2, 1), (1, 0, 1), (0, 1, 1), (1, 1, 2), 1),  # 3
+]
+
+
+def _conv_programs(x, w, strides, low, high, dilations, groups):
+    """A convolution and its weight gradient: compiled windows and NumPy calls only."""
+    out = tuple((n + a + b - di * (k - 1) - 1) // s + 1 for n, a, b, di, k, s in zip(
+        x[2:], low, high, dilations, w[2:], strides, strict=True))
+    y = (x[0], w[0]) + out
+
+    def arr(v):
+        return f"array<i64: {', '.join(map(str, v))}>"
+    a = (f"{{dilations = {arr(dilations)}, groups = {groups} : i64, padding_high = "
+         f"{arr(high)}, padding_low = {arr(low)}, strides = {arr(strides)}}}")
+    text = f"""
+    func.func @main(%x: {_t(x)}, %w: {_t(w)}, %g: {_t(y)}) -> ({_t(y)}, {_t(w)}) {{
+      %y = "ipu.conv"(%x, %w) {a} : ({_t(x)}, {_t(w)}) -> {_t(y)}
+      %d = "ipu.conv_weight_grad"(%x, %g) {a} : ({_t(x)}, {_t(y)}) -> {_t(w)}
+      return %y, %d : {_t(y)}, {_t(w)}
+    }}"""
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        return compile_module(module), compile_module(module, fuse=False), y
+
+
+@pytest.mark.parametrize("case", CONVOLUTIONS, ids=lambda c: "x".join(map(str, c[1])))
+def test_convolutions_gather_their_windows_in_a_kernel(case):
+    """A convolution and its weight gradient read the windows a compiled kernel gathers
+    (zeros in the padding): the numbers of the NumPy kernels and of torch, with and
+    without replica axes."""
+    x_shape, w_shape, strides, low, high, dilations, groups = case
+    program, numpy_only, y_shape = _conv_programs(*case)
+    assert program.source.split("def main", 1)[1].count("= fused_") == 2
+    rng = np.random.default_rng(4)
+    x, w, g = (rng.standard_normal(s, dtype=np.float32) for s in (x_shape, w_shape, y_shape))
+    got = program.run(x, w, g)
+    for fused, reference in zip(got, numpy_only.run(x, w, g), strict=True):
+        np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=1e-4)
+    d = len(x_shape) - 2
+    conv = [F.conv1d, F.conv2d, F.conv3d][d - 1]
+    pad = [torch.nn.functional.pad(torch.from_numpy(x), [p for lo, hi in zip(
+        low[::-1], high[::-1], strict=True) for p in (lo, hi)])][0].requires_grad_()
+    wt = torch.from_numpy(w).requires_grad_()
+    y = conv(pad, wt, None, strides, 0, dilations, groups)
+    y.backward(torch.from_numpy(g))
+    np.testing.assert_allclose(got[0], y.detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1], wt.grad.numpy(), rtol=1e-4, atol=1e-3)
+    xs, gs = np.stack([x, -x, 2 * x]), np.stack([g, g, -g])  # replicas
+    for fused, reference in zip(program.run(xs, w, gs), numpy_only.run(xs, w, gs),
+                                strict=True):
+        np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=1e-4)
+
+
+def test_a_convolution_given_other_operands_calls_the_numpy_kernel():
+    """Operands the windows were not compiled for (float64 here) go to the NumPy kernel."""
+    program, numpy_only, y_shape = _conv_programs(*CONVOLUTIONS[0])
+    rng = np.random.default_rng(5)
+    x, w, g = (rng.standard_normal(s) for s in (CONVOLUTIONS[0][0], CONVOLUTIONS[0][1],
+                                                y_shape))
+    for fused, reference in zip(program.run(x, w, g), numpy_only.run(x, w, g), strict=True):
+        assert fused.dtype == reference.dtype == np.float64
+        np.testing.assert_array_equal(fused, reference)
