@@ -9,6 +9,10 @@ pixels). NumPy gathers them by padding the input (a copy) and copying each tap's
 strided view; the kernel here writes the matrix in one pass, zeros for the taps in
 the padding and a contiguous copy along each row for stride 1 (32 images of 16x16x16
 with a 3x3 kernel: 0.25 ms against NumPy's 0.98). `Convolution` makes the products.
+A transposed convolution (a convolution's input gradient) is a product giving every
+tap's contribution, which a kernel adds into the output in its final layout, zeroed
+and cropped as it goes (col2im), instead of NumPy's strided add per tap into a padded
+output and a copy out of it (a CNN's 32x32x16x16 gradient: 2.1 against 3.5 ms).
 
 NumPy pools a window one tap at a time: a pass over the output per tap for the maximum,
 four more per tap for the first index of it, and a pass over the input for NaN. A
@@ -40,7 +44,7 @@ from torch_mlir import ir
 from .fusion import FUSE_MIN_ELEMENTS, Group, row_strides, storage
 
 KINDS = ("ipu.max_pool", "ipu.max_pool_with_indices", "ipu.max_pool_grad", "ipu.conv",
-         "ipu.conv_weight_grad")
+         "ipu.conv_weight_grad", "ipu.conv_transpose")
 CONVOLUTIONS = ("ipu.conv", "ipu.conv_weight_grad")
 MAX_TAPS = 64  # taps are unrolled in the kernel's body
 
@@ -56,6 +60,8 @@ def window_group(op: ir.Operation) -> Group | None:
     None."""
     if op.name in CONVOLUTIONS:
         return _convolution_group(op)
+    if op.name == "ipu.conv_transpose":
+        return _transposed_group(op)
     if op.name not in KINDS:
         return None
     kernel = _window(op)[0]
@@ -157,6 +163,8 @@ def function(name: str, group: Group) -> str:
     op = group.ops[0]
     if op.name in CONVOLUTIONS:
         return _im2col(name, op)
+    if op.name == "ipu.conv_transpose":
+        return _col2im(name, op)
     return (_gradient if op.name == "ipu.max_pool_grad" else _pool)(name, op)
 
 
@@ -381,6 +389,10 @@ def io(group: Group) -> tuple[list, list] | None:
     they are not the group's own: a convolution's function gathers the windows of its
     input alone."""
     op = group.ops[0]
+    if op.name == "ipu.conv_transpose":
+        source, kernel, result, *_ = _transposed(op)
+        products = result[1] * math.prod(kernel) * source[0] * math.prod(source[2:])
+        return ([(products, 2, np.dtype(np.float32))], [(result, np.dtype(np.float32))])
     if op.name not in CONVOLUTIONS:
         return None
     x = op.operands[0].type
@@ -392,6 +404,8 @@ def call(kernel, group: Group):
     """What the program calls for the group: the kernel, or for a convolution the
     product of the weight (or the output's gradient) with the windows it gathers."""
     op = group.ops[0]
+    if op.name == "ipu.conv_transpose":
+        return TransposedConvolution(kernel, op)
     if op.name not in CONVOLUTIONS:
         return kernel
     return Convolution(kernel, op)
@@ -436,3 +450,132 @@ class Convolution:
         w = other.reshape(-1, g, c_out // g, cols.shape[2])
         y = np.matmul(w, cols).reshape(lead + (c_out, n) + self.outputs)
         return (np.moveaxis(y, len(lead), len(lead) + 1),)
+
+
+# ---- transposed convolutions: the taps' products added into place (col2im) ---------------
+def _transposed(op: ir.Operation) -> tuple:
+    """(input shape, kernel, output shape, strides, padding, dilations, groups) of an
+    `ipu.conv_transpose`."""
+    strides, padding, dilations = ([int(x) for x in op.attributes[name]]
+                                   for name in ("strides", "padding", "dilations"))
+    return (tuple(op.operands[0].type.shape), tuple(op.operands[1].type.shape[2:]),
+            tuple(op.results[0].type.shape), strides, padding, dilations,
+            int(op.attributes["groups"].value))
+
+
+def _transposed_group(op: ir.Operation) -> Group | None:
+    types = [storage(v.type) for v in list(op.operands) + list(op.results)]
+    if types != ["f32"] * 3 or op.operands[0].type.rank < 3 or \
+            math.prod(op.results[0].type.shape) < FUSE_MIN_ELEMENTS:
+        return None
+    return Group(tuple(op.results[0].type.shape), [op], inputs=list(op.operands),
+                 outputs=list(op.results), kind="window")
+
+
+def _col2im(name: str, op: ir.Operation) -> str:
+    """y[n, c, o] = the sum over taps t of cols[c, t, n, i] where o + padding = i * stride
+    + t * dilation, for the products cols (C_out x taps, N x input pixels) of one
+    replica: loops over images, channels and the output's rows; a row is zeroed, then
+    each tap whose input row it meets adds its products along the row (contiguous for
+    stride 1), taps in order as the NumPy kernel adds them."""
+    source, kernel, result, strides, padding, dilations, _ = _transposed(op)
+    n_images, spatial = source[0], source[2:]
+    channels, outputs = result[1], result[2:]
+    d = len(spatial)
+    taps, pixels, area = math.prod(kernel), math.prod(spatial), math.prod(outputs)
+    b = _Lines()
+    zero = b.const("0.0 : f32")
+
+    def pick(condition: str, a: str, c: str) -> str:
+        return b.emit(f"arith.select {condition}, {a}, {c} : i64")
+
+    def compare(predicate: str, a: str, c: str) -> str:
+        return b.emit(f"arith.cmpi {predicate}, {a}, {c} : i64")
+
+    replica = b.loop("%replicas")
+    cols_replica = b.emit(f"arith.muli {replica}, %step0 : i64")
+    y_replica = b.index(None, [(replica, n_images * channels * area)])
+    image = b.loop(n_images)
+    channel = b.loop(channels)
+    out = [b.loop(outputs[j]) for j in range(d - 1)]
+    row = b.index(y_replica, [(image, channels * area), (channel, area)]
+                  + list(zip(out, row_strides(outputs)[:-1], strict=True)))
+    width = outputs[-1]
+    o = b.loop(width)
+    b.store(zero, "%out0", b.emit(f"arith.addi {row}, {o} : i64"), "f32")
+    b.close()
+    tap = [b.loop(k) for k in kernel]
+    tap_flat = b.index(None, list(zip(tap, row_strides(kernel), strict=True)))
+    cols_row = b.index(cols_replica, [(channel, taps * n_images * pixels),
+                                      (tap_flat, n_images * pixels), (image, pixels)])
+    in_strides = row_strides(spatial)
+    valid = None
+    for j in range(d - 1):  # the input row tap j meets: i = (o + p - t d) / s, if whole
+        at = b.index(b.const(padding[j]), [(out[j], 1), (tap[j], -dilations[j])])
+        ok = compare("sge", at, b.const(0))
+        if strides[j] > 1:
+            rest = b.emit(f"arith.remsi {at}, {b.const(strides[j])} : i64")
+            ok = b.emit(f"arith.andi {ok}, {compare('eq', rest, b.const(0))} : i1")
+            at = b.emit(f"arith.divsi {at}, {b.const(strides[j])} : i64")
+        ok = b.emit(f"arith.andi {ok}, {compare('slt', at, b.const(spatial[j]))} : i1")
+        valid = ok if valid is None else b.emit(f"arith.andi {valid}, {ok} : i1")
+        at = pick(ok, at, b.const(0))  # (read nothing when outside)
+        cols_row = b.index(cols_row, [(at, in_strides[j])])
+    # along the row: input pixel i adds at o = i * s - a (a = p - t * dilation), inside
+    # the output for lo <= i < hi
+    s, last = strides[-1], spatial[-1]
+    a = b.index(b.const(padding[-1]), [(tap[-1], -dilations[-1])])
+    up = b.emit(f"arith.addi {a}, {b.const(s - 1)} : i64")
+    lo = b.emit(f"arith.divsi {up}, {b.const(s)} : i64") if s > 1 else a
+    lo = pick(compare("sgt", a, b.const(0)), lo, b.const(0))
+    end = b.emit(f"arith.addi {a}, {b.const(width - 1)} : i64")  # the last o's i * s
+    hi = b.emit(f"arith.addi {b.emit(f'arith.divsi {end}, {b.const(s)} : i64')}, "
+                f"{b.const(1)} : i64") if s > 1 else \
+        b.emit(f"arith.addi {end}, {b.const(1)} : i64")
+    hi = pick(compare("sge", end, b.const(0)), hi, b.const(0))
+    hi = pick(compare("slt", hi, b.const(last)), hi, b.const(last))
+    lo = pick(compare("slt", lo, hi), lo, hi)
+    if valid is not None:
+        lo = pick(valid, lo, hi)
+    i = b.loop_from(lo, hi)
+    shifted = b.emit(f"arith.subi {b.index(None, [(i, s)])}, {a} : i64")
+    target = b.emit(f"arith.addi {row}, {shifted} : i64")
+    old = b.load("%out0", target, "f32")
+    value = b.load("%in0", b.emit(f"arith.addi {cols_row}, {i} : i64"), "f32")
+    b.store(b.emit(f"arith.addf {old}, {value} : f32"), "%out0", target, "f32")
+    b.close()
+    for _ in range(len(kernel) + d - 1 + 3):
+        b.close()
+    return b.text(_header(name, 1, 1))
+
+
+class TransposedConvolution:
+    """`ipu.conv_transpose(x, w)`: one BLAS product per replica and group gives every
+    tap's contribution (as the NumPy kernel computes them), which the compiled kernel
+    adds into the output in its final layout (`_col2im`). Operands it was not compiled
+    for go to the NumPy kernel."""
+
+    def __init__(self, add, op: ir.Operation) -> None:
+        from .kernels import load_all
+
+        self.add = add
+        k = load_all()[op.name]
+        self.fallback, self.static = k.fn, k.static(op.opview)
+        self.source, self.kernel, _, _, _, _, self.groups = _transposed(op)
+        self.weight = tuple(op.operands[1].type.shape)
+
+    def __call__(self, x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray]:
+        lead = x.shape[:x.ndim - len(self.source)]
+        lead_w = w.shape[:w.ndim - len(self.weight)]
+        if x.dtype != np.float32 or w.dtype != np.float32 or \
+                x.shape[len(lead):] != self.source or w.shape[len(lead_w):] != self.weight \
+                or lead_w not in ((), lead):
+            return (self.fallback(x, w, **self.static),)
+        g = self.groups
+        n, c_in = self.source[:2]
+        xt = np.moveaxis(x.reshape((-1, n, g, c_in // g, math.prod(self.source[2:]))), 1, 3)
+        xt = np.ascontiguousarray(xt).reshape(-1, g, c_in // g, n * xt.shape[-1])
+        wt = np.swapaxes(w.reshape(-1, g, c_in // g, self.weight[1] * math.prod(self.kernel)),
+                         -1, -2)
+        cols = np.matmul(wt, xt)  # (replicas, g, c_out / g x taps, n x pixels)
+        return self.add(cols.reshape(lead + (-1, cols.shape[-1])))

@@ -228,3 +228,48 @@ def test_a_convolution_given_other_operands_calls_the_numpy_kernel():
     for fused, reference in zip(program.run(x, w, g), numpy_only.run(x, w, g), strict=True):
         assert fused.dtype == reference.dtype == np.float64
         np.testing.assert_array_equal(fused, reference)
+
+
+TRANSPOSED = [  # (input, weight, strides, padding, output padding, dilations, groups)
+    ((8, 32, 16, 16), (32, 16, 3, 3), (1, 1), (1, 1), (0, 0), (1, 1), 1),  # a CNN's
+    ((8, 8, 7, 9), (8, 3, 3, 4), (2, 3), (1, 2), (1, 0), (2, 1), 2),
+    ((4, 6, 20), (6, 1, 5), (3,), (2,), (2,), (2,), 6),
+    ((2, 4, 3, 4, 5), (4, 2, 2, 3, 2), (1, 2, 2), (0, 1, 1), (0, 1, 0), (1, 1, 2), 2),
+]
+
+
+@pytest.mark.parametrize("case", TRANSPOSED, ids=lambda c: "x".join(map(str, c[1])))
+def test_transposed_convolutions_add_their_taps_in_a_kernel(case):
+    """A transposed convolution (a convolution's input gradient) adds every tap's
+    products into its output in a compiled kernel: the numbers of the NumPy kernel and
+    of torch, with and without replica axes."""
+    x_shape, w_shape, strides, padding, extra, dilations, groups = case
+    out = tuple((n - 1) * s - 2 * p + di * (k - 1) + e + 1 for n, s, p, di, k, e in zip(
+        x_shape[2:], strides, padding, dilations, w_shape[2:], extra, strict=True))
+    y_shape = (x_shape[0], w_shape[1] * groups) + out
+
+    def arr(v):
+        return f"array<i64: {', '.join(map(str, v))}>"
+    a = (f"{{dilations = {arr(dilations)}, groups = {groups} : i64, output_padding = "
+         f"{arr(extra)}, padding = {arr(padding)}, strides = {arr(strides)}}}")
+    x, w, y = _t(x_shape), _t(w_shape), _t(y_shape)
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(f"""
+        func.func @main(%x: {x}, %w: {w}) -> {y} {{
+          %y = "ipu.conv_transpose"(%x, %w) {a} : ({x}, {w}) -> {y}
+          return %y : {y}
+        }}""")
+        program, numpy_only = compile_module(module), compile_module(module, fuse=False)
+    assert "v2, = fused_0(v0, v1)  # conv_transpose" in program.source
+    rng = np.random.default_rng(6)
+    xv, wv = rng.standard_normal(x_shape, dtype=np.float32), \
+        rng.standard_normal(w_shape, dtype=np.float32)
+    got, = program.run(xv, wv)
+    np.testing.assert_allclose(got, numpy_only.run(xv, wv)[0], rtol=1e-5, atol=1e-5)
+    transpose = [F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d][len(out) - 1]
+    expected = transpose(torch.from_numpy(xv), torch.from_numpy(wv), None, strides, padding,
+                         extra, groups, dilations)
+    np.testing.assert_allclose(got, expected.numpy(), rtol=1e-4, atol=1e-4)
+    xs = np.stack([xv, -xv])
+    np.testing.assert_allclose(program.run(xs, wv)[0], numpy_only.run(xs, wv)[0],
+                               rtol=1e-5, atol=1e-5)
