@@ -123,6 +123,13 @@ class _Lines:
         self.indent = self.indent[:-2]
         self.add("}")
 
+    def pick(self, condition: str, a: str, b: str) -> str:
+        """`a` where the i1 `condition` holds, else `b` (i64)."""
+        return self.emit(f"arith.select {condition}, {a}, {b} : i64")
+
+    def compare(self, predicate: str, a: str, b: str) -> str:
+        return self.emit(f"arith.cmpi {predicate}, {a}, {b} : i64")
+
     def plus(self, value: str, amount: int) -> str:
         return self.emit(f"arith.addi {value}, {self.const(amount)} : i64") if amount \
             else value
@@ -199,13 +206,12 @@ def _pool(name: str, op: ir.Operation) -> str:
         valid = None
         for j in range(d):
             if checked[j]:
-                low = b.emit(f"arith.cmpi sge, {at[j]}, {b.const(0)} : i64")
-                high = b.emit(f"arith.cmpi slt, {at[j]}, {b.const(spatial[j])} : i64")
+                low = b.compare("sge", at[j], b.const(0))
+                high = b.compare("slt", at[j], b.const(spatial[j]))
                 both = b.emit(f"arith.andi {low}, {high} : i1")
                 valid = both if valid is None else b.emit(f"arith.andi {valid}, {both} : i1")
         position = b.index(None, list(zip(at, in_strides, strict=True)))
-        address = position if valid is None else b.emit(
-            f"arith.select {valid}, {position}, {b.const(0)} : i64")
+        address = position if valid is None else b.pick(valid, position, b.const(0))
         value = b.load("%in0", b.emit(f"arith.addi {x_plane}, {address} : i64"), "f32")
         if valid is not None:  # padding never wins
             value = b.emit(f"arith.select {valid}, {value}, {ninf} : f32")
@@ -258,8 +264,8 @@ def _gradient(name: str, op: ir.Operation) -> str:
     e = b.loop(pooled)
     g = b.load("%in0", b.emit(f"arith.addi {g_base}, {e} : i64"), "f32")
     i = b.load("%in1", b.emit(f"arith.addi {i_base}, {e} : i64"), "i64")
-    low = b.emit(f"arith.cmpi sge, {i}, {b.const(0)} : i64")
-    high = b.emit(f"arith.cmpi slt, {i}, {b.const(area)} : i64")
+    low = b.compare("sge", i, b.const(0))
+    high = b.compare("slt", i, b.const(area))
     inside = b.emit(f"arith.andi {low}, {high} : i1")
     b.add(f"scf.if {inside} {{")
     b.indent += "  "
@@ -319,12 +325,7 @@ def _im2col(name: str, op: ir.Operation) -> str:
     taps, pixels = math.prod(kernel), math.prod(outputs)
     b = _Lines()
     zero = b.const("0.0 : f32")
-
-    def pick(condition: str, a: str, c: str) -> str:
-        return b.emit(f"arith.select {condition}, {a}, {c} : i64")
-
-    def compare(predicate: str, a: str, c: str) -> str:
-        return b.emit(f"arith.cmpi {predicate}, {a}, {c} : i64")
+    pick, compare = b.pick, b.compare
 
     def fill(lower: str, upper: str, row: str) -> None:
         o = b.loop_from(lower, upper)
@@ -485,12 +486,7 @@ def _col2im(name: str, op: ir.Operation) -> str:
     taps, pixels, area = math.prod(kernel), math.prod(spatial), math.prod(outputs)
     b = _Lines()
     zero = b.const("0.0 : f32")
-
-    def pick(condition: str, a: str, c: str) -> str:
-        return b.emit(f"arith.select {condition}, {a}, {c} : i64")
-
-    def compare(predicate: str, a: str, c: str) -> str:
-        return b.emit(f"arith.cmpi {predicate}, {a}, {c} : i64")
+    pick, compare = b.pick, b.compare
 
     replica = b.loop("%replicas")
     cols_replica = b.emit(f"arith.muli {replica}, %step0 : i64")

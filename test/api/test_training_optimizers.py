@@ -26,8 +26,11 @@ class MLP(torch.nn.Module):
 class CNN(torch.nn.Module):
     def __init__(self):
         super().__init__()
+        # (no bias before batch norm: its gradient is 0 up to rounding, ~1e-9, which
+        # LAMB's trust ratio scales up to a whole step in a direction rounding picks)
         self.net = torch.nn.Sequential(
-            torch.nn.Conv2d(2, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+            torch.nn.Conv2d(2, 4, 3, padding=1, bias=False), torch.nn.BatchNorm2d(4),
+            torch.nn.ReLU(),
             torch.nn.Flatten(), torch.nn.Linear(4 * 5 * 5, 3))
 
     def forward(self, x, y):
