@@ -30,8 +30,13 @@ norm's row sums, batch norm's sums over N, H and W of NCHW, one channel at a tim
 fold is reassociated, which lets LLVM vectorise it: a sum differs from NumPy's pairwise
 sum by rounding (within 2e-6 relative in the tests); max and min are exact and keep NaN.
 
-Max poolings and their gradients are one-op groups of their own kind ("window"), whose
-functions `window` writes; they share the kernel module, the calls and the cache.
+Results of a group that only a concatenation of them reads (an LSTM's backward gate
+gradients) are stored by the kernel straight into their places in it (`Group.concat`,
+which the JIT sets): no concatenation call, no copy.
+
+Max poolings and their gradients, and convolutions' windows, are one-op groups of their
+own kind ("window"), whose functions `window` writes; they share the kernel module, the
+calls and the cache.
 
 Groups smaller than FUSE_MIN_ELEMENTS are left to NumPy (compiling a kernel costs 10-20
 ms, which small tensors never repay), as are single ops that are one NumPy pass
@@ -217,6 +222,10 @@ class Group:
     paths: dict[tuple, list[tuple]] = field(default_factory=dict)
     reduced: tuple[int, ...] = ()  # dims of `shape` its last op (an ipu.reduce) folds
     kind: str = "elementwise"  # or "window": one pooling op (`window`)
+    # results stored straight into a concatenation of them (`into_concat`): the
+    # concatenation's value (one of `outputs`), and each result's offset along its axis
+    concat: ir.Value | None = None
+    targets: dict[ir.Value, int] = field(default_factory=dict)
 
     @property
     def last(self) -> ir.Operation:
@@ -455,8 +464,7 @@ def _access(group: Group
     return group.layout
 
 
-def _layout(group: Group
-            ) -> tuple[tuple[int, ...], list[list[int]], list[int], int, list[int]]:
+def _layout(group: Group) -> tuple:
     shape = group.shape
     rank = len(shape)
     strides, offsets = [], []
@@ -473,6 +481,8 @@ def _layout(group: Group
             own, view = row_strides(pad + memory), pad + item.view
         strides.append([0 if view[d] == 1 and shape[d] != 1 else own[d]
                         for d in range(rank)])
+    if group.concat is not None:  # the concatenation's, merged with the reads'
+        strides.append(row_strides(tuple(group.concat.type.shape)))
     strides.append(row_strides(shape))  # the results', merged with the reads'
     order = [d for d in range(rank) if d not in group.reduced] + list(group.reduced)
     boundary = rank - len(group.reduced)  # where the folded dims start in `order`
@@ -494,8 +504,9 @@ def _layout(group: Group
                 m.append(s[d])
     if not loops:  # a rank-0 group: one iteration
         loops, merged = [1], [[0] for _ in strides]
-    return (tuple(loops), merged[:-1], offsets, len(loops) if kept is None else kept,
-            merged[-1])
+    reads = len(group.reads)
+    return (tuple(loops), merged[:reads], offsets, len(loops) if kept is None else kept,
+            merged[-1], merged[reads] if group.concat is not None else None)
 
 
 def _apply(body: Body, op: ir.Operation, operands: list[str]) -> str:
@@ -513,7 +524,7 @@ def _function(name: str, group: Group) -> str:
     number of replicas, each input's replica stride (0: the input has none) and each
     read's offset. A group ending in a reduction folds its inner loops into an
     accumulator (`iter_args`), stored once per element of the outer ones."""
-    loops, strides, _, kept, out_strides = _access(group)
+    loops, strides, _, kept, out_strides, concat_strides = _access(group)
     size = int(np.prod(group.shape, dtype=np.int64))
     n_in, n_out = len(group.inputs), len(group.outputs)
     args = [f"%in{i}: !llvm.ptr {{llvm.noalias}}" for i in range(n_in)]
@@ -539,6 +550,10 @@ def _function(name: str, group: Group) -> str:
     lines.append(f"{indent}%n{size}_ = arith.constant {size} : i64")
     lines.append(f"{indent}%ob_0 = arith.muli %r, %n{size}_ : i64")
     out_base = "%ob_0"
+    if group.concat is not None:
+        whole = int(np.prod(group.concat.type.shape, dtype=np.int64))
+        lines.append(f"{indent}%nc_ = arith.constant {whole} : i64")
+        lines.append(f"{indent}%cb_0 = arith.muli %r, %nc_ : i64")
     if reduction is not None:  # the folded result's index: over the kept loops
         folded = int(np.prod(loops[:kept], dtype=np.int64))
         lines.append(f"{indent}%nr_ = arith.constant {folded} : i64")
@@ -564,6 +579,10 @@ def _function(name: str, group: Group) -> str:
         lines.append(f"{indent}%om_{d} = arith.muli %i{d}, %os_{d} : i64")
         lines.append(f"{indent}%ob_{d + 1} = arith.addi {out_base}, %om_{d} : i64")
         out_base = f"%ob_{d + 1}"
+        if group.concat is not None:
+            lines.append(f"{indent}%cs_{d} = arith.constant {concat_strides[d]} : i64")
+            lines.append(f"{indent}%cm_{d} = arith.muli %i{d}, %cs_{d} : i64")
+            lines.append(f"{indent}%cb_{d + 1} = arith.addi %cb_{d}, %cm_{d} : i64")
         if reduction is not None and d < kept:
             lines.append(f"{indent}%rs_{d} = arith.constant {fold_strides[d]} : i64")
             lines.append(f"{indent}%rm_{d} = arith.muli %i{d}, %rs_{d} : i64")
@@ -611,18 +630,27 @@ def _function(name: str, group: Group) -> str:
         else:
             values[op.results[0]] = _apply(body, op, operands)
     lines += body.lines
+    stores = []  # (output, value, index)
     for j, value in enumerate(group.outputs):
         if reduction is not None and value == reduction.results[0]:
             continue  # stored once its loops are done
+        if group.concat is not None and value == group.concat:  # each result in its place
+            for k, (part, offset) in enumerate(group.targets.items()):
+                lines.append(f"{indent}%co{k} = arith.constant {offset} : i64")
+                lines.append(f"{indent}%ci{k} = arith.addi %cb_{len(loops)}, %co{k} : i64")
+                stores.append((j, part, f"%ci{k}"))
+        else:
+            stores.append((j, value, out_base))
+    for n, (j, value, index) in enumerate(stores):
         element = _element(value.type)
         memory = _MEMORY[element]
         stored = values[value]
         if element == "i1":
-            lines.append(f"{indent}%w{j} = arith.extui {stored} : i1 to i8")
-            stored = f"%w{j}"
-        lines.append(f"{indent}%q{j} = llvm.getelementptr %out{j}[{out_base}] : "
+            lines.append(f"{indent}%w{n} = arith.extui {stored} : i1 to i8")
+            stored = f"%w{n}"
+        lines.append(f"{indent}%q{n} = llvm.getelementptr %out{j}[{index}] : "
                      f"(!llvm.ptr, i64) -> !llvm.ptr, {memory}")
-        lines.append(f"{indent}llvm.store {stored}, %q{j} : {memory}, !llvm.ptr")
+        lines.append(f"{indent}llvm.store {stored}, %q{n} : {memory}, !llvm.ptr")
     for d in reversed(range(len(loops))):
         if reduction is not None and d >= kept:
             yielded = folded_value if d == len(loops) - 1 else f"%acc{d + 1}"
@@ -631,9 +659,9 @@ def _function(name: str, group: Group) -> str:
         lines.append(f"{indent}}}")
         if reduction is not None and d == kept and reduction.results[0] in group.outputs:
             j = group.outputs.index(reduction.results[0])
-            lines.append(f"{indent}%q{j} = llvm.getelementptr %out{j}[%rb_{kept}] : "
+            lines.append(f"{indent}%q{len(stores)} = llvm.getelementptr %out{j}[%rb_{kept}] : "
                          f"(!llvm.ptr, i64) -> !llvm.ptr, f32")
-            lines.append(f"{indent}llvm.store %acc{kept}, %q{j} : f32, !llvm.ptr")
+            lines.append(f"{indent}llvm.store %acc{kept}, %q{len(stores)} : f32, !llvm.ptr")
     lines += [f"{indent[:-2]}}}", "    return", "  }"]
     return "\n".join(lines)
 
@@ -883,6 +911,8 @@ def groups_data(groups: list[Group], block: ir.Block) -> list[dict]:
              "inputs": [ref(v) for v in g.inputs], "reads": [read(*r.key) for r in g.reads],
              "outputs": [ref(v) for v in g.outputs], "reduced": list(g.reduced),
              "kind": g.kind,
+             "concat": None if g.concat is None else ref(g.concat),
+             "targets": [[ref(v), offset] for v, offset in g.targets.items()],
              "paths": [[read(*key), [read(*r) for r in reads]]
                        for key, reads in g.paths.items()]}
             for g in groups]
@@ -917,6 +947,9 @@ def groups_from(data: list[dict], block: ir.Block) -> list[Group]:
         if group.kind not in ("elementwise", "window"):
             raise ValueError(f"a group of kind {group.kind!r}")
         group.paths = {read(key): [read(r) for r in reads] for key, reads in g["paths"]}
+        if g["concat"] is not None:
+            group.concat = value(g["concat"])
+            group.targets = {value(r): int(offset) for r, offset in g["targets"]}
         if not group.ops or not group.outputs:
             raise ValueError("a group without ops or results")
         groups.append(group)

@@ -20,7 +20,15 @@ from torch_mlir import ir
 
 from poptorch.errors import Error
 
-from .fusion import Group, compile_kernels, find_groups, groups_data, groups_from, read_index
+from .fusion import (
+    Group,
+    compile_kernels,
+    find_groups,
+    groups_data,
+    groups_from,
+    read_index,
+    row_strides,
+)
 from .heap import keep_freed_memory
 from .kernels import load_all
 from .window import KINDS as WINDOWS
@@ -104,6 +112,9 @@ class _Codegen:
                 self.position[op] = max(self.position[op], ends[group.last])
                 skipped.add(op)
             skipped.discard(group.last)
+            if group.concat is not None:  # made by the group's kernel
+                self.position[group.concat.owner.operation] = ends[group.last]
+                skipped.add(group.concat.owner.operation)
         self.contiguous = self.shared_views(groups)
         params = ", ".join(value_name(a) for a in block.arguments)
         self.lines.append(f"def {name}({params}):")
@@ -126,12 +137,41 @@ class _Codegen:
             except (ValueError, KeyError, TypeError, IndexError):
                 self.index = None  # it does not fit: find them (and write it anew)
         groups = find_groups(block, self.position, self.summing)
+        self.into_concat(groups, block)
         pools = [window_group(op.operation) for op in block.operations
                  if op.operation.name in WINDOWS and op.operation not in self.links]
         groups = sorted(groups + [g for g in pools if g is not None],
                         key=lambda g: self.position[g.last])
         self.found.append(groups_data(groups, block))
         return groups
+
+    def into_concat(self, groups: list[Group], block: ir.Block) -> None:
+        """A concatenation (a chain of `ipu.concat`, `chain_links`) of results of one
+        group, of its shape and read by nothing else, is stored by the group's kernel:
+        each result straight into its place (an LSTM's backward step concatenates its
+        four gate gradients, 64 KB copied by a call per step)."""
+        made = {v: g for g in groups if g.kind == "elementwise" and not g.reduced
+                for v in g.outputs}
+        for op in block.operations:
+            op = op.operation
+            if op.name != "ipu.concat" or op in self.links:
+                continue
+            parts = self.operands(op.opview)
+            group = made.get(parts[0])
+            if group is None or group.concat is not None or len(set(parts)) != len(parts):
+                continue
+            members = set(group.ops)
+            if any(made.get(v) is not group or tuple(v.type.shape) != group.shape
+                   or sum(use.owner.operation not in members for use in v.uses) != 1
+                   for v in parts):
+                continue
+            result = op.results[0]
+            dim = int(op.attributes["dim"].value) % len(group.shape)
+            step = group.shape[dim] * row_strides(tuple(result.type.shape))[dim]
+            group.concat = result
+            group.targets = {v: k * step for k, v in enumerate(parts)}
+            group.outputs = [v for v in group.outputs if v not in group.targets] + [result]
+            group.layout = None
 
     def shared_views(self, groups: list[Group]) -> set[ir.Operation]:
         """Ops of view kernels (a permute, a broadcast) whose result two or more kernel

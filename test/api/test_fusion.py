@@ -755,3 +755,34 @@ def test_a_view_two_kernels_read_is_made_contiguous_once():
                for shape in ((128, 64), (64, 128), (128, 64)))
     for fused, reference in zip(program.run(x, y, z), numpy_only.run(x, y, z), strict=True):
         np.testing.assert_allclose(fused, reference, rtol=2e-6, atol=1e-7)
+
+
+def test_a_concatenation_of_a_kernels_results_is_stored_by_the_kernel():
+    """Results of one group that only a concatenation reads (an LSTM's backward gate
+    gradients) are stored straight into it: no concat call, the same numbers. A
+    concatenation that also takes a value from outside the group stays a call."""
+    R = "tensor<64x384xf32>"
+    program, numpy_only = compile_both(f"""
+    func.func @main(%x: {T}, %y: {T}, %z: {T}) -> ({R}, {T}, tensor<64x256xf32>) {{
+      %0 = "ipu.exp"(%x) : ({T}) -> {T}
+      %1 = "ipu.mul"(%0, %y) : ({T}, {T}) -> {T}
+      %2 = "ipu.tanh"(%1) : ({T}) -> {T}
+      %3 = "ipu.add"(%2, %y) : ({T}, {T}) -> {T}
+      %4 = "ipu.sub"(%3, %x) : ({T}, {T}) -> {T}
+      %a = "ipu.concat"(%1, %2) {{dim = 1 : i64}} : ({T}, {T}) -> tensor<64x256xf32>
+      %c = "ipu.concat"(%a, %0) {{dim = 1 : i64}} : (tensor<64x256xf32>, {T}) -> {R}
+      %e = "ipu.exp"(%z) : ({T}) -> {T}
+      %f = "ipu.mul"(%e, %z) : ({T}, {T}) -> {T}
+      %g = "ipu.concat"(%f, %y) {{dim = 1 : i64}} : ({T}, {T}) -> tensor<64x256xf32>
+      return %c, %4, %g : {R}, {T}, tensor<64x256xf32>
+    }}""")
+    lines = body(program)
+    assert lines[0] == "v3, v4 = fused_0(v0, v1)  # exp mul tanh add sub"
+    assert lines[2] == "v6 = ipu_concat(v5, v1, axis=-1, rank=2)"
+    assert sum("ipu_concat" in line for line in lines) == 1
+    rng = np.random.default_rng(2)
+    args = [rng.standard_normal((64, 128), dtype=np.float32) for _ in range(3)]
+    for fused, reference in zip(program.run(*args), numpy_only.run(*args), strict=True):
+        np.testing.assert_allclose(fused, reference, rtol=2e-6, atol=1e-6)
+    # offsets 0, 128 and 256 along each row of 384
+    assert "%co2 = arith.constant 256 : i64" in program.kernels
