@@ -174,6 +174,12 @@ class Read:
     def key(self) -> tuple:
         return (self.value, self.offset, self.view)
 
+    @property
+    def start(self) -> int:
+        """The flat index of `offset` in the value's array."""
+        strides = row_strides(tuple(self.value.type.shape))
+        return sum(o * s for o, s in zip(self.offset, strides, strict=True))
+
 
 def _facts(op: ir.Operation) -> tuple:
     """What `_through` needs of `op`: a slice's operand and starts, else each operand and
@@ -447,18 +453,14 @@ def row_strides(shape: tuple[int, ...]) -> list[int]:
     return strides[::-1]
 
 
-def _offset(offset: tuple[int, ...], strides: list[int]) -> int:
-    """The flat index of `offset` in an array of these strides."""
-    return sum(o * s for o, s in zip(offset, strides, strict=True))
-
-
-def _access(group: Group
-            ) -> tuple[tuple[int, ...], list[list[int]], list[int], int, list[int]]:
+def _access(group: Group) -> tuple[tuple[int, ...], list[list[int]], list[int], int,
+                                   list[int], list[int] | None]:
     """The loop nest of `group`: its shape's dims, those a reduction keeps first (in
     order) then those it folds, merged wherever every read and the results step through
     both contiguously; each read's stride per loop (0 where it broadcasts) and constant
     offset (a slice's start); how many outer loops the reduction keeps (all loops
-    without one); and the full-shape results' stride per loop."""
+    without one); the full-shape results' stride per loop; and the concatenation's
+    (`Group.concat`) stride per loop, or None."""
     if group.layout is None:
         group.layout = _layout(group)
     return group.layout
@@ -471,7 +473,7 @@ def _layout(group: Group) -> tuple:
     for item in group.reads:
         memory = tuple(item.value.type.shape)
         own = row_strides(memory)
-        offsets.append(_offset(item.offset, own))
+        offsets.append(item.start)
         extra = len(memory) - rank  # dims beyond the loops' (an inline reshape's): one index
         if extra > 0:
             assert all(n == 1 for n in item.view[:extra]), item
@@ -705,8 +707,8 @@ class FusedKernel:
         self.pointers = _FFI.new("void *[]", n_in + n_out)
         # replicas, each input's step, each read's offset (arguments, so that kernels
         # that differ only in where they read, as an LSTM's steps, share one function)
-        offsets = [_offset(item.offset, row_strides(tuple(item.value.type.shape)))
-                   for item in group.reads]  # (not `_access`: a warm compile skips it)
+        offsets = [item.start for item in group.reads]  # (not `_access`: a warm
+        # compile skips the layout)
         self.integers = _FFI.new("int64_t[]", [1] + [0] * n_in + offsets)
         self.packed = _FFI.new("void *[]", [_FFI.addressof(self.pointers, i)
                                             for i in range(n_in + n_out)]
@@ -838,12 +840,14 @@ def _link(engine, path: str) -> None:
 
 @functools.cache
 def _generator() -> str:
-    """A digest of the code that turns groups into kernel IR (this module, the scalar
-    emitters and the constants they use): an index entry (`compile_kernels`) holds
-    only for the code that wrote it."""
+    """A digest of the code that finds groups and turns them into kernel IR (this
+    module, the JIT's choices of window groups and concatenations, the window kernels,
+    the scalar emitters and the constants they use): an index entry (`compile_kernels`)
+    holds only for the code that wrote it."""
     here = os.path.dirname(os.path.abspath(__file__))
     digest = hashlib.sha256()
-    for name in ("fusion.py", "scalar_ir.py", os.path.join("kernels", "elementwise.py")):
+    for name in ("fusion.py", "jit.py", "window.py", "scalar_ir.py",
+                 os.path.join("kernels", "elementwise.py")):
         with open(os.path.join(here, name), "rb") as f:
             digest.update(f.read())
     return digest.hexdigest()
@@ -991,32 +995,30 @@ def compile_kernels(groups: list[Group], context: ir.Context, key: str | None = 
         if kernels is not None:
             return kernels
     text, numbers = kernel_module(groups)
-    count = max(numbers) + 1
     path = None
+    kernels = None
     if directory:
         digest = hashlib.sha256(f"{_host()}\n{LOWERING}\n{text}".encode()).hexdigest()[:32]
         path = os.path.join(directory, f"kernels-{digest}.so")
         kernels = _load(path, groups, numbers, text)
-        if kernels is not None:
-            if key is not None and functions is not None:
-                _write_index(directory, key, os.path.basename(path), numbers, text, functions)
-            return kernels
-    from torch_mlir.execution_engine import ExecutionEngine
+    if kernels is None:
+        from torch_mlir.execution_engine import ExecutionEngine
 
-    with context:
-        module = ir.Module.parse(text)
-        passmanager.PassManager.parse(LOWERING).run(module.operation)
-        engine = ExecutionEngine(module, opt_level=3)
-    addresses = [engine.raw_lookup(f"fused_{i}") for i in range(count)]
-    if path:
-        try:
-            _link(engine, path)
-        except (OSError, subprocess.SubprocessError):
-            pass
-        if key is not None and functions is not None and os.path.exists(path):
-            _write_index(directory, key, os.path.basename(path), numbers, text, functions)
-    return Kernels(text, [_kernel(engine, addresses[number], group)
-                          for group, number in zip(groups, numbers, strict=True)])
+        with context:
+            module = ir.Module.parse(text)
+            passmanager.PassManager.parse(LOWERING).run(module.operation)
+            engine = ExecutionEngine(module, opt_level=3)
+        addresses = [engine.raw_lookup(f"fused_{i}") for i in range(max(numbers) + 1)]
+        if path:
+            try:
+                _link(engine, path)
+            except (OSError, subprocess.SubprocessError):
+                pass
+        kernels = Kernels(text, [_kernel(engine, addresses[number], group)
+                                 for group, number in zip(groups, numbers, strict=True)])
+    if path and key is not None and functions is not None and os.path.exists(path):
+        _write_index(directory, key, os.path.basename(path), numbers, text, functions)
+    return kernels
 
 
 def _kernel(code, address: int, group: Group):

@@ -412,22 +412,18 @@ def call(kernel, group: Group):
     return Convolution(kernel, op)
 
 
-class Convolution:
-    """`ipu.conv(x, w)` or `ipu.conv_weight_grad(x, dy)` on the windows of x that the
-    compiled kernel gathers: one BLAS product per replica and group, as the NumPy kernel
-    makes them on its own windows (`kernels.convolution.im2col`). Operands it was not
-    compiled for (other leading axes, other types) go to the NumPy kernel."""
+class _Product:
+    """A convolution-family op made of BLAS products and a compiled kernel (`kernel`),
+    on the two f32 operands it was compiled for: the first with any leading (replica)
+    axes, the second with none or the same. Other operands go to the op's NumPy kernel."""
 
-    def __init__(self, windows, op: ir.Operation) -> None:
+    def __init__(self, kernel, op: ir.Operation) -> None:
         from .kernels import load_all
 
-        self.windows = windows
+        self.kernel = kernel
         k = load_all()[op.name]
         self.fallback, self.static = k.fn, k.static(op.opview)
-        self.weight_grad = op.name == "ipu.conv_weight_grad"
-        source, kernel, outputs, *_, groups = _geometry(op)
-        self.source, self.groups, self.outputs = source, groups, outputs
-        self.result = tuple(op.results[0].type.shape)
+        self.source = tuple(op.operands[0].type.shape)
         self.other = tuple(op.operands[1].type.shape)
 
     def __call__(self, x: np.ndarray, other: np.ndarray) -> tuple[np.ndarray]:
@@ -437,7 +433,27 @@ class Convolution:
                 x.shape[len(lead):] != self.source or \
                 other.shape[len(lead_other):] != self.other or lead_other not in ((), lead):
             return (self.fallback(x, other, **self.static),)
-        cols, = self.windows(x)
+        return (self.compute(x, other, lead, lead_other),)
+
+    def compute(self, x: np.ndarray, other: np.ndarray, lead: tuple[int, ...],
+                lead_other: tuple[int, ...]) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Convolution(_Product):
+    """`ipu.conv(x, w)` or `ipu.conv_weight_grad(x, dy)` on the windows of x that the
+    compiled kernel gathers: one BLAS product per replica and group, as the NumPy kernel
+    makes them on its own windows (`kernels.convolution.im2col`)."""
+
+    def __init__(self, windows, op: ir.Operation) -> None:
+        super().__init__(windows, op)
+        self.weight_grad = op.name == "ipu.conv_weight_grad"
+        _, _, self.outputs, *_, self.groups = _geometry(op)
+        self.result = tuple(op.results[0].type.shape)
+
+    def compute(self, x: np.ndarray, other: np.ndarray, lead: tuple[int, ...],
+                lead_other: tuple[int, ...]) -> np.ndarray:
+        cols, = self.kernel(x)
         g = self.groups
         replicas = math.prod(lead)
         cols = cols.reshape(replicas, g, -1, cols.shape[-1])
@@ -446,11 +462,11 @@ class Convolution:
             dy = np.moveaxis(other.reshape(lead_other + (n, g, c_out // g, -1)), -4, -2)
             dy = dy.reshape(-1, g, c_out // g, n * math.prod(self.outputs))
             w = np.matmul(dy, np.swapaxes(cols, -1, -2))
-            return (w.reshape(lead + self.result),)
+            return w.reshape(lead + self.result)
         c_out, n = self.result[1], self.result[0]
         w = other.reshape(-1, g, c_out // g, cols.shape[2])
         y = np.matmul(w, cols).reshape(lead + (c_out, n) + self.outputs)
-        return (np.moveaxis(y, len(lead), len(lead) + 1),)
+        return np.moveaxis(y, len(lead), len(lead) + 1)
 
 
 # ---- transposed convolutions: the taps' products added into place (col2im) ---------------
@@ -545,33 +561,23 @@ def _col2im(name: str, op: ir.Operation) -> str:
     return b.text(_header(name, 1, 1))
 
 
-class TransposedConvolution:
+class TransposedConvolution(_Product):
     """`ipu.conv_transpose(x, w)`: one BLAS product per replica and group gives every
     tap's contribution (as the NumPy kernel computes them), which the compiled kernel
-    adds into the output in its final layout (`_col2im`). Operands it was not compiled
-    for go to the NumPy kernel."""
+    adds into the output in its final layout (`_col2im`)."""
 
     def __init__(self, add, op: ir.Operation) -> None:
-        from .kernels import load_all
+        super().__init__(add, op)
+        _, self.kernel_size, _, _, _, _, self.groups = _transposed(op)
 
-        self.add = add
-        k = load_all()[op.name]
-        self.fallback, self.static = k.fn, k.static(op.opview)
-        self.source, self.kernel, _, _, _, _, self.groups = _transposed(op)
-        self.weight = tuple(op.operands[1].type.shape)
-
-    def __call__(self, x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray]:
-        lead = x.shape[:x.ndim - len(self.source)]
-        lead_w = w.shape[:w.ndim - len(self.weight)]
-        if x.dtype != np.float32 or w.dtype != np.float32 or \
-                x.shape[len(lead):] != self.source or w.shape[len(lead_w):] != self.weight \
-                or lead_w not in ((), lead):
-            return (self.fallback(x, w, **self.static),)
+    def compute(self, x: np.ndarray, w: np.ndarray, lead: tuple[int, ...],
+                lead_other: tuple[int, ...]) -> np.ndarray:
         g = self.groups
         n, c_in = self.source[:2]
         xt = np.moveaxis(x.reshape((-1, n, g, c_in // g, math.prod(self.source[2:]))), 1, 3)
         xt = np.ascontiguousarray(xt).reshape(-1, g, c_in // g, n * xt.shape[-1])
-        wt = np.swapaxes(w.reshape(-1, g, c_in // g, self.weight[1] * math.prod(self.kernel)),
-                         -1, -2)
+        wt = np.swapaxes(w.reshape(-1, g, c_in // g,
+                                   self.other[1] * math.prod(self.kernel_size)), -1, -2)
         cols = np.matmul(wt, xt)  # (replicas, g, c_out / g x taps, n x pixels)
-        return self.add(cols.reshape(lead + (-1, cols.shape[-1])))
+        result, = self.kernel(cols.reshape(lead + (-1, cols.shape[-1])))
+        return result
