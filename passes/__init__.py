@@ -17,6 +17,7 @@ from . import (
     schedule,
     schedule_phases,
     simplify,
+    verify_placement,
 )
 from .pipeline import PipelineError, build_pass_manager, parse_pipeline
 from .registry import (
@@ -54,4 +55,5 @@ __all__ = [
     "parse_pipeline",
     "register",
     "simplify",
+    "verify_placement",
 ]

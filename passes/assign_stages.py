@@ -17,11 +17,7 @@ from poptorch.dialects import stage_attr
 from poptorch.dialects.ipu import i64
 
 from .registry import Option, Pass, register
-from .stages import producer
-
-# ops that compute nothing and may stay outside blocks
-NEUTRAL = ("ipu.constant", "func.", "torch.constant.", "torch.prim.ListConstruct",
-           "torch_c.", "builtin.")
+from .stages import NEUTRAL, producer
 
 
 def _block_of(op: ir.Operation) -> tuple[str, int | None] | None:
@@ -111,7 +107,10 @@ class AssignStages(Pass):
         first_op: dict[str, ir.Operation] = {}
         ipus: dict[str, int] = {}
         self.first_op = first_op
-        for op, (key, ipu) in annotated:
+        # program order is that of the forward computation: canonicalize hoists
+        # constants to the top, and the backward runs the blocks in reverse
+        ranked = sorted(annotated, key=lambda item: not _computes_forward(item[0]))
+        for op, (key, ipu) in ranked:
             if key not in first_op:
                 order.append(key)
                 first_op[key] = op
@@ -162,6 +161,10 @@ class AssignStages(Pass):
         if str(ipu).isdigit():
             return int(ipu)
         raise self.error(op, f"ipu_id '{ipu}' is not an IPU number")
+
+
+def _computes_forward(op: ir.Operation) -> bool:
+    return not op.name.startswith(NEUTRAL) and "ipu.backward" not in op.attributes
 
 
 def _inherit_backward(ops: list[ir.Operation], keys: dict[ir.Operation, str]) -> None:

@@ -3,8 +3,9 @@
 After ipu-outline-stages, a function calls its stages with `func.call`s tagged
 `ipu.stage = #ipu.stage<s, i>`. Where a stage's operand is the result of a stage on
 another IPU, this pass inserts `"ipu.copy"(%v) {src_ipu, dst_ipu}` just before the
-consumer, once per (value, destination IPU). Function arguments (inputs and weights)
-come from the host and results go back to it: they need no inter-IPU copy.
+consumer, once per (value, destination IPU), in the consumer's stage (`ipu.stage`).
+Function arguments (inputs and weights) come from the host and results go back to it:
+they need no inter-IPU copy.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ class InsertCopies(Pass):
                             copies[key] = ir.Operation.create(
                                 "ipu.copy", results=[value.type], operands=[value],
                                 attributes={"src_ipu": i64(source),
-                                            "dst_ipu": i64(where[1])}).result
+                                            "dst_ipu": i64(where[1]),
+                                            "ipu.stage": op.attributes["ipu.stage"]}).result
                     op.operands[n] = copies[key]
 
 

@@ -89,11 +89,11 @@ class SchedulePhases(Pass):
                     if value not in stored:
                         stored.add(value)
                         with ir.InsertionPoint(_after(source.op)), source.op.location:
-                            self._transfer("ipu.remote_store", value, source.ipu, [])
+                            self._transfer("ipu.remote_store", value, source, [])
                 key = (value, c.phase, c.ipu)
                 if key not in loads:
                     with ir.InsertionPoint(c.op), c.op.location:
-                        loads[key] = self._transfer("ipu.remote_load", value, c.ipu,
+                        loads[key] = self._transfer("ipu.remote_load", value, c,
                                                     [value.type]).result
                 c.op.operands[n] = loads[key]
         for op in reversed(list(func.regions[0].blocks[0].operations)):
@@ -120,8 +120,12 @@ class SchedulePhases(Pass):
         source = producer(ret.operands[ir.OpResult(value).result_number])
         return source is not None and "ipu.backward" in source.attributes
 
-    def _transfer(self, name: str, value: ir.Value, ipu: int, results) -> ir.Operation:
-        attrs = {"ipu": i64(ipu)}
+    def _transfer(self, name: str, value: ir.Value, call: StageCall,
+                  results) -> ir.Operation:
+        """A transfer to or from Streaming Memory, placed in `call`'s stage and phase."""
+        attrs = {"ipu": i64(call.ipu)}
+        attrs.update({key: call.op.attributes[key] for key in ("ipu.stage", "ipu.phase")
+                      if key in call.op.attributes})
         if self.liveness == "off-chip-after-fwd-no-overlap":
             attrs["ipu.no_overlap"] = ir.UnitAttr.get()
         return ir.Operation.create(name, results=results, operands=[value], attributes=attrs)

@@ -86,8 +86,9 @@ def reshape_chain(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         rewriter.replace_op(op, [source])
         return False
     with rewriter.ip, op.location:
-        merged = ReshapeOp(source, op.results[0].type).result
-    rewriter.replace_op(op, [merged])
+        merged = ReshapeOp(source, op.results[0].type)
+    _stamp([merged.operation], _attributes(op))
+    rewriter.replace_op(op, [merged.result])
     return False
 
 
@@ -109,9 +110,9 @@ def permute_chain(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
         rewriter.replace_op(op, [source])
         return False
     with rewriter.ip, op.location:
-        merged = PermuteOp(source, ir.DenseI64ArrayAttr.get(composed),
-                           op.results[0].type).result
-    rewriter.replace_op(op, [merged])
+        merged = PermuteOp(source, ir.DenseI64ArrayAttr.get(composed), op.results[0].type)
+    _stamp([merged.operation], _attributes(op))
+    rewriter.replace_op(op, [merged.result])
     return False
 
 

@@ -13,6 +13,42 @@ from torch_mlir import ir
 
 from poptorch.dialects import StageAttr
 
+from .registry import Pass
+
+# ops that compute nothing and may stay outside blocks
+NEUTRAL = ("ipu.constant", "func.", "torch.constant.", "torch.prim.ListConstruct",
+           "torch_c.", "builtin.")
+# the attributes that place an op: its block and IPU (poptorch.Block, BeginBlock), then
+# its stage (ipu-assign-stages)
+PLACEMENT = ("ipu.block", "ipu.ipu_id", "ipu.stage")
+# ipu-assign-stages places backward ops without annotations next to their neighbours
+INHERITS = "ipu.backward"
+
+
+def is_placed(op: ir.Operation) -> bool:
+    """Whether `op` has a placement of its own or lies in an outlined stage function."""
+    attrs = op.attributes
+    if INHERITS in attrs or any(name in attrs for name in PLACEMENT):
+        return True
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        parent = parent.parent
+    return parent is not None and "ipu.stage" in parent.attributes
+
+
+def unplaced(module: ir.Operation) -> list[ir.Operation] | None:
+    """The computing ops without a placement in the functions of `module` that place
+    some of their ops (a function without blocks, or the optimizer's, has none); None
+    when no function places any."""
+    found, any_placed = [], False
+    for func in functions(module):
+        ops = Pass.walk(func)[1:]
+        if "ipu.stage" in func.attributes or any(
+                name in op.attributes for op in ops for name in PLACEMENT):
+            any_placed = True
+            found += [op for op in ops if not op.name.startswith(NEUTRAL) and not is_placed(op)]
+    return found if any_placed else None
+
 
 def placement(op: ir.Operation) -> tuple[int, int] | None:
     """(stage, ipu) of an op tagged `ipu.stage`, or None."""

@@ -25,28 +25,50 @@ def _capture_state() -> dict[str, Any]:
     state = getattr(_state, "value", None)
     if state is None:
         state = _state.value = {"auto_id": False, "next_auto_id": 0, "begin": None,
-                                "scopes": [], "capturing": False}
+                                "default": None, "scopes": [], "capturing": False}
     return state
 
 
 @contextlib.contextmanager
 def capture_scope(model: torch.nn.Module):
-    """Reset block numbering for one capture, start BeginBlock models on IPU 0 and close
-    the block a BeginBlock left open when the capture ends."""
+    """Reset block numbering for one capture; with BeginBlock, each run of the model's
+    forward starts on IPU 0 (spec 4.4.1: layers before the first BeginBlock) and ends
+    the block the last BeginBlock opened, so ops traced after the forward (the backward
+    of a training graph) carry only what they copy from their forward ops."""
     _state.value = None
     state = _capture_state()
     state["capturing"] = True
-    default = ({"ipu.ipu_id": 0} if any(hasattr(m, "_poptorch_block") for m in model.modules())
-               else {})
+    hooks = []
+    if any(hasattr(m, "_poptorch_block") for m in model.modules()):
+        hooks = [model.register_forward_pre_hook(_forward_starts, prepend=True),
+                 model.register_forward_hook(_forward_ends, always_call=True)]
     try:
-        with fxtb.annotate(default):
-            try:
-                yield
-            finally:  # annotations restore torch's metadata in LIFO order: close ours first
-                if state["begin"] is not None:
-                    state["begin"].__exit__(None, None, None)
+        yield
     finally:
+        for hook in hooks:
+            hook.remove()
+        _forward_ends()
         _state.value = None
+
+
+def _forward_starts(*_) -> None:
+    """Forward pre-hook of the captured model: the forward starts outside every
+    BeginBlock block, on IPU 0 (torch traces a training model's forward more than once:
+    a block left open by an earlier run must not claim these layers)."""
+    state = _capture_state()
+    _forward_ends()
+    state["default"] = fxtb.annotate({"ipu.ipu_id": 0})
+    state["default"].__enter__()
+
+
+def _forward_ends(*_) -> None:
+    """Forward hook of the captured model (and the end of the capture): close the block
+    a BeginBlock left open, then the forward's default placement, innermost first."""
+    state = _capture_state()
+    for key in ("begin", "default"):
+        if state.get(key) is not None:
+            state[key].__exit__(None, None, None)
+            state[key] = None
 
 
 def _entries(user_id: str | None, ipu_id: int | str | None) -> dict[str, Any]:
@@ -109,18 +131,6 @@ def _begin(module: torch.nn.Module, args) -> None:
     user_id, ipu_id = module._poptorch_block
     state["begin"] = fxtb.annotate(_entries(user_id, ipu_id))
     state["begin"].__enter__()
-
-
-def restart_blocks() -> None:
-    """A new run of the model's forward starts outside every BeginBlock block.
-
-    torch traces a training model's forward more than once (aot_export runs it to
-    collect metadata, then traces the joint graph): a block left open by the previous
-    run would otherwise claim the layers before the first BeginBlock of the next."""
-    state = _capture_state()
-    if state["begin"] is not None:
-        state["begin"].__exit__(None, None, None)
-        state["begin"] = None
 
 
 def BeginBlock(layer_to_call: torch.nn.Module, user_id: str | None = None,  # noqa: N802

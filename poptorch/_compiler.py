@@ -20,6 +20,7 @@ from torch_mlir import ir
 
 from poptorch.dialects import make_context
 from poptorch.passes import build_pass_manager, parse_pipeline
+from poptorch.passes.stages import unplaced
 from poptorch.runtime.cost import CostMemo
 from poptorch.runtime.jit import Program, compile_module
 from poptorch.runtime.memory import MemoryEstimate
@@ -111,6 +112,7 @@ def lower(module: ir.Module, context: ir.Context, dump_dir: str | None,
     place, dumping, timing and logging each step (the IR after it at TRACE_ALL)."""
     if dump_dir:
         _dump(module, dump_dir, 0, "import")
+    gaps = unplaced(module.operation)
     for index, step in enumerate(PIPELINE + tuple(multi_ipu), start=1):
         name = _step_name(step)
         if progress:
@@ -124,6 +126,8 @@ def lower(module: ir.Module, context: ir.Context, dump_dir: str | None,
         except ir.MLIRError as err:
             raise _pipeline_error(err, before.get_asm(enable_debug_info=True), step,
                                   log_dir) from None
+        else:
+            gaps = _check_placement(module, gaps, before, step, log_dir)
         finally:
             before.erase()
         timings[name] = time.perf_counter() - start
@@ -136,17 +140,39 @@ def lower(module: ir.Module, context: ir.Context, dump_dir: str | None,
             progress.done()
 
 
-def _pipeline_error(err: ir.MLIRError, before: str, step: str,
-                    log_dir: str | None = None) -> Error:
-    """A user-facing Error for a failed step, with a reproducer written to `log_dir` (or
-    the system's temporary directory)."""
+def _check_placement(module: ir.Module, gaps_before, before: ir.Operation, step: str,
+                     log_dir: str | None):
+    """What `unplaced` says of the module after `step`; an error when the step took a
+    module whose every op was placed and left an op without a placement (a compiler
+    bug: every op a pass creates inherits the placement of the ops it replaces)."""
+    gaps = unplaced(module.operation)
+    if gaps and gaps_before == []:
+        op = gaps[0]
+        message = (f"internal error: step '{_step_name(step)}' created '{op.name}' without "
+                   f"the placement (block, stage, IPU) of the op it replaces")
+        path = _reproducer(before.get_asm(enable_debug_info=True), log_dir)
+        raise Error(f"{message}; reproduce with: ipu-opt {path} "
+                    f"--pass-pipeline='builtin.module({step}, ipu-verify-placement)'",
+                    type="compiler", location=user_location(op.location))
+    return gaps
+
+
+def _reproducer(before: str, log_dir: str | None) -> str:
+    """Write the IR a step failed on to `log_dir` (or the system's temporary directory)."""
     if log_dir:
         os.makedirs(log_dir, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", suffix=".mlir", prefix="poptorch-repro-",
                                      dir=log_dir or None, delete=False,
                                      encoding="utf-8") as f:
         f.write(before)
-    command = f"ipu-opt {f.name} --pass-pipeline='builtin.module({step})'"
+    return f.name
+
+
+def _pipeline_error(err: ir.MLIRError, before: str, step: str,
+                    log_dir: str | None = None) -> Error:
+    """A user-facing Error for a failed step, with a reproducer written to `log_dir` (or
+    the system's temporary directory)."""
+    command = f"ipu-opt {_reproducer(before, log_dir)} --pass-pipeline='builtin.module({step})'"
     diagnostics = err.error_diagnostics
     if not diagnostics:
         return Error(f"{err}; reproduce with: {command}", type="compiler")

@@ -18,7 +18,7 @@ import torch
 from torch._functorch.aot_autograd import aot_export_joint_with_descriptors
 from torch.utils import _pytree as pytree
 
-from . import _annotations, _frontend, ops
+from . import _frontend, ops
 from .errors import Error
 
 NO_LOSS = ("Couldn't find a loss in graph: the model must return its loss, a scalar "
@@ -57,7 +57,6 @@ class _LossFirst(torch.nn.Module):
 
     def forward(self, *args, **kwargs):
         ops._loss_marks.clear()
-        _annotations.restart_blocks()
         leaves, self.out_spec = pytree.tree_flatten(self.model(*args, **kwargs))
         self.loss_leaf = _find_loss(leaves, list(ops._loss_marks))
         others = [leaf.detach() for i, leaf in enumerate(leaves) if i != self.loss_leaf]

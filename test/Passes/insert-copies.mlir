@@ -3,7 +3,7 @@
 // Stage 0 on IPU 0 feeds stage 1 on IPU 1: one copy, just before the consumer.
 // CHECK-LABEL: func.func @two_ipus
 // CHECK-NEXT:    %[[S0:.*]] = call @s0(%arg0) {ipu.stage = #ipu.stage<0 : i64, 0 : i64>}
-// CHECK-NEXT:    %[[C:.*]] = "ipu.copy"(%[[S0]]) {dst_ipu = 1 : i64, src_ipu = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %[[C:.*]] = "ipu.copy"(%[[S0]]) {dst_ipu = 1 : i64, ipu.stage = #ipu.stage<1 : i64, 1 : i64>, src_ipu = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
 // CHECK-NEXT:    %[[S1:.*]] = call @s1(%[[C]]) {ipu.stage = #ipu.stage<1 : i64, 1 : i64>}
 // CHECK-NEXT:    return %[[S1]]
 func.func @two_ipus(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -49,10 +49,10 @@ func.func private @s1(%a: tensor<4xf32>) -> tensor<4xf32> attributes {ipu.stage 
 // CHECK-LABEL: func.func @shared_copy
 // CHECK-SAME:      (%[[X:.*]]: tensor<4xf32>)
 // CHECK-NEXT:    %[[S0:.*]] = call @s0(%[[X]]) {ipu.stage = #ipu.stage<0 : i64, 0 : i64>}
-// CHECK-NEXT:    %[[C1:.*]] = "ipu.copy"(%[[S0]]) {dst_ipu = 1 : i64, src_ipu = 0 : i64}
+// CHECK-NEXT:    %[[C1:.*]] = "ipu.copy"(%[[S0]]) {dst_ipu = 1 : i64, ipu.stage = #ipu.stage<1 : i64, 1 : i64>, src_ipu = 0 : i64}
 // CHECK-NEXT:    %[[S1:.*]] = call @s1(%[[C1]]) {ipu.stage = #ipu.stage<1 : i64, 1 : i64>}
 // CHECK-NEXT:    %[[S2:.*]] = call @s2(%[[C1]], %[[X]]) {ipu.stage = #ipu.stage<2 : i64, 1 : i64>}
-// CHECK-NEXT:    %[[C2:.*]] = "ipu.copy"(%[[S0]]) {dst_ipu = 2 : i64, src_ipu = 0 : i64}
+// CHECK-NEXT:    %[[C2:.*]] = "ipu.copy"(%[[S0]]) {dst_ipu = 2 : i64, ipu.stage = #ipu.stage<3 : i64, 2 : i64>, src_ipu = 0 : i64}
 // CHECK-NEXT:    %[[S3:.*]] = call @s3(%[[C2]]) {ipu.stage = #ipu.stage<3 : i64, 2 : i64>}
 // CHECK-NEXT:    return %[[S0]], %[[S1]], %[[S2]], %[[S3]]
 func.func @shared_copy(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {

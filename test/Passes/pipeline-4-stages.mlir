@@ -12,11 +12,11 @@
 // CHECK-SAME:    attributes {ipu.in_flight = array<i64: 1, 1, 1, 1>, ipu.micro_batches = 4 : i64, ipu.schedule = "gpipe",
 // CHECK-SAME:    ipu.tasks = array<i64: 0, 0, 0, 1, 1, 0, 0, 2, 1, 1, 2, 0, 0, 3, 1, 2, 2, 1, 3, 0, 1, 3, 2, 2, 3, 1, 2, 3, 3, 2, 3, 3>}
 // CHECK-NEXT:    %[[S0:.*]] = call @network_stage0(%[[X]], %[[W1]], %[[B1]]) {ipu.stage = #ipu.stage<0 : i64, 0 : i64>} : (tensor<4x5xf32>, tensor<5x10xf32>, tensor<10xf32>) -> tensor<4x10xf32>
-// CHECK-NEXT:    %[[C0:.*]] = "ipu.copy"(%[[S0]]) {dst_ipu = 1 : i64, src_ipu = 0 : i64} : (tensor<4x10xf32>) -> tensor<4x10xf32>
+// CHECK-NEXT:    %[[C0:.*]] = "ipu.copy"(%[[S0]]) {dst_ipu = 1 : i64, ipu.stage = #ipu.stage<1 : i64, 1 : i64>, src_ipu = 0 : i64} : (tensor<4x10xf32>) -> tensor<4x10xf32>
 // CHECK-NEXT:    %[[S1:.*]] = call @network_stage1(%[[C0]], %[[W2]], %[[B2]]) {ipu.stage = #ipu.stage<1 : i64, 1 : i64>}
-// CHECK-NEXT:    %[[C1:.*]] = "ipu.copy"(%[[S1]]) {dst_ipu = 2 : i64, src_ipu = 1 : i64}
+// CHECK-NEXT:    %[[C1:.*]] = "ipu.copy"(%[[S1]]) {dst_ipu = 2 : i64, ipu.stage = #ipu.stage<2 : i64, 2 : i64>, src_ipu = 1 : i64}
 // CHECK-NEXT:    %[[S2:.*]] = call @network_stage2(%[[C1]], %[[W3]], %[[B3]], %[[W4]], %[[B4]]) {ipu.stage = #ipu.stage<2 : i64, 2 : i64>}
-// CHECK-NEXT:    %[[C2:.*]] = "ipu.copy"(%[[S2]]) {dst_ipu = 3 : i64, src_ipu = 2 : i64}
+// CHECK-NEXT:    %[[C2:.*]] = "ipu.copy"(%[[S2]]) {dst_ipu = 3 : i64, ipu.stage = #ipu.stage<3 : i64, 3 : i64>, src_ipu = 2 : i64}
 // CHECK-NEXT:    %[[S3:.*]] = call @network_stage3(%[[C2]]) {ipu.stage = #ipu.stage<3 : i64, 3 : i64>}
 // CHECK-NEXT:    return %[[S3]] : tensor<4x5xf32>
 // CHECK-NEXT:  }

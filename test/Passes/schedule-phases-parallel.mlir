@@ -12,20 +12,20 @@
 // LIVE-LABEL: func.func @parallel_phased(%arg0: tensor<4xf32>, %arg1: tensor<4xf32>) -> tensor<4xf32>
 // LIVE-SAME:    attributes {ipu.in_flight = array<i64: 1, 1, 1, 1>, ipu.micro_batches = 2 : i64, ipu.schedule = "phased",
 // LIVE-SAME:    ipu.tasks = array<i64: 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 0, 1, 1, 1, 2, 1, 3, 1, 4, 1, 5, 1>}
-// LIVE-NEXT:    %[[X0:.*]] = "ipu.remote_load"(%arg0) {ipu = 0 : i64}
-// LIVE-NEXT:    %[[W0:.*]] = "ipu.remote_load"(%arg1) {ipu = 0 : i64}
+// LIVE-NEXT:    %[[X0:.*]] = "ipu.remote_load"(%arg0) {ipu = 0 : i64, ipu.phase = 0 : i64, ipu.stage = #ipu.stage<0 : i64, 0 : i64>}
+// LIVE-NEXT:    %[[W0:.*]] = "ipu.remote_load"(%arg1) {ipu = 0 : i64, ipu.phase = 0 : i64, ipu.stage = #ipu.stage<0 : i64, 0 : i64>}
 // LIVE-NEXT:    %[[S0:.*]] = call @parallel_phased_stage0(%[[X0]], %[[W0]]) {ipu.phase = 0 : i64, ipu.stage = #ipu.stage<0 : i64, 0 : i64>}
-// LIVE-NEXT:    %[[S0_2:.*]] = "ipu.copy"(%[[S0]]) {dst_ipu = 2 : i64, src_ipu = 0 : i64}
+// LIVE-NEXT:    %[[S0_2:.*]] = "ipu.copy"(%[[S0]]) {dst_ipu = 2 : i64, ipu.stage = #ipu.stage<1 : i64, 2 : i64>, src_ipu = 0 : i64}
 // LIVE-NEXT:    %[[S1:.*]] = call @parallel_phased_stage1(%[[S0_2]]) {ipu.phase = 0 : i64, ipu.stage = #ipu.stage<1 : i64, 2 : i64>}
-// LIVE-NEXT:    %[[S1_1:.*]] = "ipu.copy"(%[[S1]]) {dst_ipu = 1 : i64, src_ipu = 2 : i64}
-// LIVE-NEXT:    %[[W1:.*]] = "ipu.remote_load"(%arg1) {ipu = 1 : i64}
+// LIVE-NEXT:    %[[S1_1:.*]] = "ipu.copy"(%[[S1]]) {dst_ipu = 1 : i64, ipu.stage = #ipu.stage<2 : i64, 1 : i64>, src_ipu = 2 : i64}
+// LIVE-NEXT:    %[[W1:.*]] = "ipu.remote_load"(%arg1) {ipu = 1 : i64, ipu.phase = 1 : i64, ipu.stage = #ipu.stage<2 : i64, 1 : i64>}
 // LIVE-NEXT:    %[[S2:.*]] = call @parallel_phased_stage2(%[[S1_1]], %[[W1]]) {ipu.phase = 1 : i64, ipu.stage = #ipu.stage<2 : i64, 1 : i64>}
-// LIVE-NEXT:    %[[S2_3:.*]] = "ipu.copy"(%[[S2]]) {dst_ipu = 3 : i64, src_ipu = 1 : i64}
+// LIVE-NEXT:    %[[S2_3:.*]] = "ipu.copy"(%[[S2]]) {dst_ipu = 3 : i64, ipu.stage = #ipu.stage<3 : i64, 3 : i64>, src_ipu = 1 : i64}
 // LIVE-NEXT:    %[[S3:.*]] = call @parallel_phased_stage3(%[[S2_3]]) {ipu.phase = 1 : i64, ipu.stage = #ipu.stage<3 : i64, 3 : i64>}
-// LIVE-NEXT:    %[[S3_0:.*]] = "ipu.copy"(%[[S3]]) {dst_ipu = 0 : i64, src_ipu = 3 : i64}
-// LIVE-NEXT:    %[[W2:.*]] = "ipu.remote_load"(%arg1) {ipu = 0 : i64}
+// LIVE-NEXT:    %[[S3_0:.*]] = "ipu.copy"(%[[S3]]) {dst_ipu = 0 : i64, ipu.stage = #ipu.stage<4 : i64, 0 : i64>, src_ipu = 3 : i64}
+// LIVE-NEXT:    %[[W2:.*]] = "ipu.remote_load"(%arg1) {ipu = 0 : i64, ipu.phase = 2 : i64, ipu.stage = #ipu.stage<4 : i64, 0 : i64>}
 // LIVE-NEXT:    %[[S4:.*]] = call @parallel_phased_stage4(%[[S3_0]], %[[W2]]) {ipu.phase = 2 : i64, ipu.stage = #ipu.stage<4 : i64, 0 : i64>}
-// LIVE-NEXT:    %[[S4_2:.*]] = "ipu.copy"(%[[S4]]) {dst_ipu = 2 : i64, src_ipu = 0 : i64}
+// LIVE-NEXT:    %[[S4_2:.*]] = "ipu.copy"(%[[S4]]) {dst_ipu = 2 : i64, ipu.stage = #ipu.stage<5 : i64, 2 : i64>, src_ipu = 0 : i64}
 // LIVE-NEXT:    %[[S5:.*]] = call @parallel_phased_stage5(%[[S4_2]]) {ipu.phase = 2 : i64, ipu.stage = #ipu.stage<5 : i64, 2 : i64>}
 // LIVE-NEXT:    return %[[S5]]
 // LIVE:       func.func private @parallel_phased_stage3({{.*}}) -> tensor<4xf32> attributes {ipu.phase = 1 : i64, ipu.stage = #ipu.stage<3 : i64, 3 : i64>}
@@ -34,14 +34,14 @@
 // streaming memory, stored from the IPU of one phase and loaded onto the other's.
 // EACH-LABEL: func.func @parallel_phased
 // EACH:         %[[S1:.*]] = call @parallel_phased_stage1
-// EACH-NEXT:    "ipu.remote_store"(%[[S1]]) {ipu = 2 : i64}
-// EACH-NEXT:    %[[S1L:.*]] = "ipu.remote_load"(%[[S1]]) {ipu = 1 : i64}
-// EACH-NEXT:    %[[W1:.*]] = "ipu.remote_load"(%arg1) {ipu = 1 : i64}
+// EACH-NEXT:    "ipu.remote_store"(%[[S1]]) {ipu = 2 : i64, ipu.phase = 0 : i64, ipu.stage = #ipu.stage<1 : i64, 2 : i64>}
+// EACH-NEXT:    %[[S1L:.*]] = "ipu.remote_load"(%[[S1]]) {ipu = 1 : i64, ipu.phase = 1 : i64, ipu.stage = #ipu.stage<2 : i64, 1 : i64>}
+// EACH-NEXT:    %[[W1:.*]] = "ipu.remote_load"(%arg1) {ipu = 1 : i64, ipu.phase = 1 : i64, ipu.stage = #ipu.stage<2 : i64, 1 : i64>}
 // EACH-NEXT:    call @parallel_phased_stage2(%[[S1L]], %[[W1]])
 // EACH:         %[[S3:.*]] = call @parallel_phased_stage3
-// EACH-NEXT:    "ipu.remote_store"(%[[S3]]) {ipu = 3 : i64}
-// EACH-NEXT:    %[[S3L:.*]] = "ipu.remote_load"(%[[S3]]) {ipu = 0 : i64}
-// EACH-NEXT:    %[[W2:.*]] = "ipu.remote_load"(%arg1) {ipu = 0 : i64}
+// EACH-NEXT:    "ipu.remote_store"(%[[S3]]) {ipu = 3 : i64, ipu.phase = 1 : i64, ipu.stage = #ipu.stage<3 : i64, 3 : i64>}
+// EACH-NEXT:    %[[S3L:.*]] = "ipu.remote_load"(%[[S3]]) {ipu = 0 : i64, ipu.phase = 2 : i64, ipu.stage = #ipu.stage<4 : i64, 0 : i64>}
+// EACH-NEXT:    %[[W2:.*]] = "ipu.remote_load"(%arg1) {ipu = 0 : i64, ipu.phase = 2 : i64, ipu.stage = #ipu.stage<4 : i64, 0 : i64>}
 // EACH-NEXT:    call @parallel_phased_stage4(%[[S3L]], %[[W2]])
 func.func @parallel_phased(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "ipu.mul"(%x, %w) {ipu.block = "0"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
