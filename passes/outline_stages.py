@@ -72,10 +72,10 @@ class OutlineStages(Pass):
         segments: list[tuple[int, int, int]] = []  # creation order (pipelined=false)
         current: dict[tuple[int, int], tuple[int, int, int]] = {}
         for op in body:
+            if op.name.startswith(CLONED):
+                continue  # cloned into every stage that reads it, whatever its block
             where = placement(op)
             if where is None:
-                if op.name.startswith(CLONED):
-                    continue
                 raise self.error(op, f"'{op.name}' has no ipu.stage while other ops of "
                                      f"@{symbol(func)} have one; run ipu-assign-stages first")
             stage, ipu = where

@@ -12,9 +12,10 @@ program turned into the arguments of `runtime.machine`, `runtime.memory.estimate
   factor, gradient accumulation, the stash the timeline found, and each op's temporary
   bytes under its available memory proportion.
 - A training step ends with the gradient all-reduce over replicas (a ring over the
-  IPU-Links, per IPU for the gradients of the weights it holds) and the optimizer's
-  update of each weight on the IPU(s) holding it (ops not tied to one weight, such as
-  a global gradient norm, on IPU 0).
+  IPU-Links, per IPU for the gradients of the weights it updates) and the optimizer's
+  update of each weight on the IPU computing its gradient (ops not tied to one weight,
+  such as a global gradient norm, on IPU 0); a weight read on several IPUs (a tied or
+  reused weight) is updated once and then copied over the IPU-Links to the others.
 """
 
 from __future__ import annotations
@@ -114,23 +115,28 @@ def optimizer_cycles(function: ir.Operation, names: Sequence[str],
 def epilogue_of(module: ir.Module, captured: Any, memory: MemoryEstimate, machine: Machine,
                 replicas: int, update: Mapping[str | None, int]
                 ) -> list[tuple[str, str, int, int]]:
-    """The work ending each training step, per IPU: all-reduce, then the update."""
+    """The work ending each training step, per IPU: all-reduce, the update, then the
+    copies of the updated weights that other IPUs read too."""
     index = {arg.name: i for i, arg in enumerate(captured.arguments)}
     params = symbol_table(module.operation)["main"].regions[0].blocks[0].arguments
     grad_bytes: Counter[int] = Counter()
     update_cycles: Counter[int] = Counter({0: update.get(None, 0)})
+    copies = []
     for name in captured.trainable:
         size = value_bytes(params[index[name]])
-        for ipu in memory.argument_ipus.get(index[name], [0]):
-            grad_bytes[ipu] += size
-            update_cycles[ipu] += update.get(name, 0)
+        holders = memory.argument_ipus.get(index[name], [0])
+        updater = memory.update_ipus.get(index[name], holders[0])
+        grad_bytes[updater] += size
+        update_cycles[updater] += update.get(name, 0)
+        copies += [("copy", f"{name} (updated on IPU {updater})", ipu,
+                    machine.link_cycles(size)) for ipu in holders if ipu != updater]
     work = []
     if replicas > 1:
         work += [("all_reduce", "gradients", ipu, machine.collective_cycles(size, replicas))
                  for ipu, size in sorted(grad_bytes.items())]
     work += [("optimizer", "optimizer step", ipu, cycles)
              for ipu, cycles in sorted(update_cycles.items()) if cycles]
-    return work
+    return work + copies
 
 
 def timeline_of(module: ir.Module, machine: Machine, captured: Any, options: Options,

@@ -72,14 +72,18 @@ def _narrowed(model: torch.nn.Module) -> torch.nn.Module:
                for t in [*model.parameters(), *model.buffers()]):
         return model
     clone = _shallow_copy(model)
+    narrowed: dict[int, torch.Tensor] = {}  # a tied weight stays one tensor (`_tied`)
     for module in clone.modules():
         for name, param in module._parameters.items():
             if param is not None and param.dtype in _frontend.NARROWED:
-                module._parameters[name] = torch.nn.Parameter(
-                    _frontend.narrow(param.detach()), param.requires_grad)
+                if id(param) not in narrowed:
+                    narrowed[id(param)] = torch.nn.Parameter(
+                        _frontend.narrow(param.detach()), param.requires_grad)
+                module._parameters[name] = narrowed[id(param)]
         for name, buffer in module._buffers.items():
             if buffer is not None and buffer.dtype in _frontend.NARROWED:
-                module._buffers[name] = _frontend.narrow(buffer)
+                module._buffers[name] = narrowed.setdefault(id(buffer),
+                                                            _frontend.narrow(buffer))
     return clone
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
 import threading
+import traceback
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +36,7 @@ from torch_mlir.extras.fx_importer import (
     GraphNodeImporter,
 )
 
+from . import _tied
 from .errors import Error
 
 ANNOTATION_PREFIX = "ipu."
@@ -155,15 +158,41 @@ _TORCH_NOISE = ("TF32 acceleration on top of oneDNN", r"`isinstance\(treespec, L
 
 def tracing_contexts(model: torch.nn.Module) -> list:
     """Contexts every capture runs in: poptorch's capture flag, node metadata kept for
-    annotations, and torch's plain (decomposable) implementations of RNNs and attention
+    annotations, torch's plain (decomposable) implementations of RNNs and attention
     instead of fused CPU kernels (mkldnn RNN layers, flash attention) that have no
-    decomposition, in the forward or the backward."""
+    decomposition, in the forward or the backward, and torch.export's own "exporting"
+    state, in the training capture too: libraries skip their data-dependent Python
+    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`)."""
+    from torch._export.utils import _compiling_state_context
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     from ._annotations import capture_scope
 
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
-            torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH])]
+            torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
+            _compiling_state_context()]
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def capture_error(err: Exception, what: str) -> Error:
+    """A poptorch.Error for an exception torch raised while capturing the model, at the
+    model's source line: the innermost frame of the traceback outside torch and poptorch
+    (the user's model, or the library that defines it, such as transformers)."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__)
+              if not os.path.abspath(f.filename).startswith((_TORCH_DIR, _OWN_DIR))]
+    location = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    data_dependent = ("_local_scalar_dense", "data-dependent", "Data-dependent",
+                      "DataDependent")
+    if any(text in f"{type(err).__name__} {err}" for text in data_dependent):
+        code = f" (`{frames[-1].line}`)" if frames and frames[-1].line else ""
+        reason = (f"the model reads the value of a tensor in Python{code}, which makes its "
+                  "control flow depend on the data ({}); compute it with tensor operations "
+                  "(torch.where, masks) or move it out of the model".format(reason))
+    return Error(f"could not capture {what}: {reason}", type="capture", location=location)
 
 
 @contextlib.contextmanager
@@ -183,20 +212,25 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
             stack.enter_context(context)
         try:
             program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+        except Error:
+            raise
         except Exception as err:  # noqa: BLE001 - torch's own reason, re-raised for the user
-            raise Error(f"could not capture the model with torch.export: {err}",
-                        type="capture") from err
+            raise capture_error(err, "the model with torch.export") from err
         program = program.run_decompositions(decompositions())
     signature = program.graph_signature
+    tied, alias_of = _tied.merge_exported(program, model)  # one argument per tensor
     arguments, user_index = [], 0
-    for spec in signature.input_specs:
+    for index, spec in enumerate(signature.input_specs):
+        if index in tied:
+            continue
         if spec.kind == InputKind.USER_INPUT:
             arguments.append(Argument("input", str(user_index)))
             user_index += 1
         elif spec.kind == InputKind.PARAMETER:
-            arguments.append(Argument("parameter", spec.target))
+            arguments.append(Argument("parameter", alias_of.get(spec.target, spec.target)))
         elif spec.kind == InputKind.BUFFER:
-            arguments.append(Argument("buffer", spec.target, bool(spec.persistent)))
+            arguments.append(Argument("buffer", alias_of.get(spec.target, spec.target),
+                                      bool(spec.persistent)))
         elif spec.kind == InputKind.CONSTANT_TENSOR:
             arguments.append(Argument("constant", spec.target))
         else:
@@ -205,7 +239,7 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
     mutated = []
     for spec in signature.output_specs:
         if spec.kind == OutputKind.BUFFER_MUTATION:
-            mutated.append(spec.target)
+            mutated.append(alias_of.get(spec.target, spec.target))
         elif spec.kind != OutputKind.USER_OUTPUT:
             raise Error(f"the model mutates a {spec.kind.name.lower().replace('_', ' ')} "
                         f"('{spec.target}'); only registered buffers may be updated in place",

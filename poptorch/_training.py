@@ -18,7 +18,7 @@ import torch
 from torch._functorch.aot_autograd import aot_export_joint_with_descriptors
 from torch.utils import _pytree as pytree
 
-from . import _frontend, ops
+from . import _frontend, _tied, ops
 from .errors import Error
 
 NO_LOSS = ("Couldn't find a loss in graph: the model must return its loss, a scalar "
@@ -102,31 +102,93 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
         except Error:
             raise
         except Exception as err:  # noqa: BLE001 - torch's reason, re-raised for the user
-            raise Error(f"could not capture the training graph: {err}", type="capture") from err
+            raise _frontend.capture_error(err, "the training graph") from err
     gm = joint.graph_module
     for node in gm.graph.nodes:  # backward ops run in backward pipeline stages
         if node.meta.get("partitioner_tag") == "is_backward":
             node.meta["custom"] = {**(node.meta.get("custom") or {}), "ipu.backward": True}
-    arguments = [_argument(node.meta["desc"]) for node in gm.graph.nodes
-                 if node.op == "placeholder"]
+    # tied weights (one tensor under several names) are one argument (`_tied`)
+    alias_of = _tied.module_aliases(wrapper, "model.")
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    erased = _tied.merge_tied(gm.graph, [(node, _strip(node.meta["desc"].target))
+                                         for node in placeholders if _is_weight(node)],
+                              alias_of)
+    arguments = [_argument(node.meta["desc"], alias_of) for node in placeholders
+                 if node not in erased]
     output = next(node for node in gm.graph.nodes if node.op == "output")
-    kept = [(value, desc) for value, desc in zip(output.args[0], output.meta["desc"],
-                                                   strict=True) if value is not None]
+    kept = _merged_results(gm.graph, output, alias_of)
+    _place_gradient_sums(gm.graph, [value for value, (kind, _) in kept if kind == "grad"])
     output.args = (tuple(value for value, _ in kept),)
     gm.recompile()
-    results = [_result(desc) for _, desc in kept]
+    results = [result for _, result in kept]
     loss_node = kept[[kind for kind, _ in results].index("output")][0]
     return TrainingCaptured(gm, arguments, results,
                             tuple(loss_node.meta["val"].shape), wrapper.out_spec,
                             wrapper.loss_leaf)
 
 
-def _argument(desc) -> _frontend.Argument:
+def _is_weight(node: torch.fx.Node) -> bool:
+    return type(node.meta["desc"]).__name__ in ("ParamAOTInput", "BufferAOTInput")
+
+
+def _merged_results(graph: torch.fx.Graph, output: torch.fx.Node,
+                    alias_of: dict[str, str]) -> list[tuple[torch.fx.Node, tuple[str, Any]]]:
+    """The graph's results that are not None, with what each is; a tied weight's
+    gradients under its several names summed into one (`_tied.sum_gradients`)."""
+    grouped: dict[tuple[str, Any], list[torch.fx.Node]] = {}
+    for value, desc in zip(output.args[0], output.meta["desc"], strict=True):
+        if value is not None:
+            grouped.setdefault(_result(desc, alias_of), []).append(value)
+    kept = []
+    for (kind, name), values in grouped.items():
+        if len(values) > 1 and kind == "buffer":
+            names = ", ".join([name, *(n for n, first in alias_of.items() if first == name)])
+            raise Error(f"the buffer '{name}' is updated in place under several names "
+                        f"({names}), which are one tensor; update it under one name",
+                        type="capture")
+        value = values[0] if len(values) == 1 else _tied.sum_gradients(graph, values, output)
+        kept.append((value, (kind, name)))
+    return kept
+
+
+_BLOCK_KEYS = ("ipu.block", "ipu.ipu_id")  # what places an op (ipu-assign-stages)
+
+
+def _place_gradient_sums(graph: torch.fx.Graph, grads: list[torch.fx.Node]) -> None:
+    """A weight used in several blocks gets its gradient as a sum of each use's, which
+    autograd (or `_tied.sum_gradients`) adds without a block. Each such sum runs in the
+    block of its operand computed last, the backward of the earliest block using the
+    weight, so in a pipeline it follows every operand (the other stages' gradients
+    reach it through `ipu.copy`)."""
+    order = {node: index for index, node in enumerate(graph.nodes)}
+
+    def place(node: torch.fx.Node) -> dict | None:
+        custom = node.meta.get("custom") or {}
+        if any(key in custom for key in _BLOCK_KEYS):
+            return custom
+        if node.target != torch.ops.aten.add.Tensor or not custom.get("ipu.backward"):
+            return None
+        placed = [(order[n], found) for n in node.all_input_nodes
+                  if (found := place(n)) is not None]
+        if not placed:
+            return None
+        block = {k: v for k, v in max(placed, key=lambda p: p[0])[1].items()
+                 if k in _BLOCK_KEYS}
+        node.meta["custom"] = {**custom, **block}
+        return node.meta["custom"]
+
+    for grad in grads:
+        place(grad)
+
+
+def _argument(desc, alias_of: dict[str, str]) -> _frontend.Argument:
     kind = type(desc).__name__
     if kind == "ParamAOTInput":
-        return _frontend.Argument("parameter", _strip(desc.target))
+        name = _strip(desc.target)
+        return _frontend.Argument("parameter", alias_of.get(name, name))
     if kind == "BufferAOTInput":
-        return _frontend.Argument("buffer", _strip(desc.target))
+        name = _strip(desc.target)
+        return _frontend.Argument("buffer", alias_of.get(name, name))
     if kind == "PlainAOTInput":
         return _frontend.Argument("input", str(desc.idx))
     if kind == "TangentAOTInput":
@@ -134,14 +196,16 @@ def _argument(desc) -> _frontend.Argument:
     raise Error(f"unsupported input {desc} in the training graph", type="capture")
 
 
-def _result(desc) -> tuple[str, Any]:
+def _result(desc, alias_of: dict[str, str]) -> tuple[str, Any]:
     kind = type(desc).__name__
     if kind == "InputMutationAOTOutput":
-        return "buffer", _strip(desc.mutated_input.target)
+        name = _strip(desc.mutated_input.target)
+        return "buffer", alias_of.get(name, name)
     if kind == "PlainAOTOutput":
         return "output", desc.idx
     if kind == "GradAOTOutput":
-        return "grad", _strip(desc.grad_of.target)
+        name = _strip(desc.grad_of.target)
+        return "grad", alias_of.get(name, name)
     raise Error(f"unsupported output {desc} in the training graph", type="capture")
 
 

@@ -6,7 +6,9 @@ between IPUs; `ipu.remote_load` from Streaming Memory) or, without blocks, @main
 on IPU 0, and counts bytes per IPU by tensor class:
 
 - weights: parameters, buffers and constants (lifted ones and `ipu.constant`s) read on
-  the IPU; an argument read by stages on several IPUs counts on each.
+  the IPU; an argument read by stages on several IPUs counts on each (a tied or reused
+  weight: each IPU holds a copy, which the IPU updating it sends after the optimizer
+  step, `MemoryEstimate.update_ipus`).
 - activations: the peak of a liveness walk over each stage function's ops (@main's for
   one IPU): a value lives from its op to its last use; values received from another IPU
   (`ipu.copy`) or from Streaming Memory live from the start of the function. Views
@@ -17,11 +19,12 @@ on IPU 0, and counts bytes per IPU by tensor class:
   figure is its largest stage function's peak (an IPU runs its stages one at a time).
 - stash: activations kept between a forward stage and its backward stage, as the
   timeline measured them (`Timeline.stash_bytes`).
-- optimizer: `optimizer_slots` state tensors of each trainable weight's bytes.
+- optimizer: `optimizer_slots` state tensors of each trainable weight's bytes, on the
+  IPU updating it: the one computing the gradient @main returns for it.
 - gradients: without gradient accumulation, the gradients @main returns (`results`
   kinds "grad"), on the IPU computing them, and not counted again as activations; with
-  it, one accumulator per trainable weight, always live, while each micro-batch's
-  gradient stays an activation.
+  it, one accumulator per trainable weight, always live, on the IPU updating it, while
+  each micro-batch's gradient stays an activation.
 - temporary: the largest `temporary(op, ipu)` of the IPU's ops (the cost model's
   scratch memory, injected).
 - code: vertex code and state (see `code_bytes`; an assumption, not a measured figure).
@@ -160,6 +163,10 @@ class MemoryEstimate:
     tiles: int  # compute tiles per IPU (IO tiles excluded)
     memory_bytes_per_tile: int
     argument_ipus: dict[int, list[int]] = field(default_factory=dict)  # @main arg -> IPUs
+    # trainable @main arg -> the IPU computing the gradient @main returns for it, which
+    # holds its optimizer state and updates it (known when the gradient comes from a
+    # stage call, or from @main itself on IPU 0)
+    update_ipus: dict[int, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """Plain data for the profile report (IPU keys as strings, for JSON)."""
@@ -385,6 +392,7 @@ class _Estimator:
         self.buffers: dict[tuple[int, str], tuple[int, str]] = {}  # (ipu, class) -> largest
         self.units: list[_Unit] = []
         self.uses: dict[int, set[tuple[int, int | None, bool]]] = {}
+        self.updaters: dict[int, int] = {}  # `MemoryEstimate.update_ipus`
 
     # ---- the module's structure ------------------------------------------------------
     @staticmethod
@@ -426,9 +434,11 @@ class _Estimator:
         return "received", f"from {owner.name}"
 
     def read(self) -> None:
-        """Units (functions run per IPU), argument uses and gradients."""
+        """Units (functions run per IPU), argument uses, gradients and the IPUs updating
+        the weights."""
         calls = [op for op in _ops(self.main)
                  if op.name == "func.call" and "ipu.stage" in op.attributes]
+        self.updaters = self.gradient_ipus(bool(calls))
         if not calls:
             kinds = self.returned(None)
             for index, arg in enumerate(self.params):
@@ -454,6 +464,25 @@ class _Estimator:
                             type="runtime")
             self.unit(ipu, phase, self.functions[name], received, self.returned(call))
 
+    def gradient_ipus(self, staged: bool) -> dict[int, int]:
+        """Trainable argument index -> the IPU computing the gradient @main returns for
+        it: the stage call's (or the `ipu.copy`'s destination), IPU 0 without stages."""
+        index = {info.name: k for k, info in enumerate(self.args) if info.trainable}
+        found = {}
+        for value, (kind, name) in zip(_ops(self.main)[-1].operands, self.results,
+                                       strict=False):
+            if kind != "grad" or name not in index:
+                continue
+            owner = value.owner.operation if isinstance(value, ir.OpResult) else None
+            if not staged:
+                found[index[name]] = 0
+            elif owner is not None and owner.name == "ipu.copy":
+                found[index[name]] = int_attribute(owner, "dst_ipu")
+            elif owner is not None and owner.name == "func.call" and "ipu.stage" in \
+                    owner.attributes:
+                found[index[name]] = placement(owner)[1]
+        return found
+
     def unit(self, ipu: int, phase: int | None, func: ir.Operation,
              received: dict[int, str], kinds: dict[int, tuple[str, str]]) -> None:
         ops = [op for op in _ops(func) if op.name not in ("func.return", "func.call")]
@@ -473,12 +502,18 @@ class _Estimator:
         for index, places in sorted(self.uses.items()):
             info, value = self.args[index], self.params[index]
             size, n = value_bytes(value), _elements(value)
+            # a weight held on several IPUs has its state on the one updating it
+            updater = self.updaters.get(index)
+            if updater not in {ipu for ipu, _, _ in places}:
+                updater = None
             for ipu, phase, streamed in sorted(places, key=lambda p: (p[0], p[1] or 0)):
                 if info.kind in ("input", "tangent"):
                     self.records.append(_Record(ipu, phase, "io", f"input {info.name}", size))
                     continue
                 self.stored(ipu, phase, streamed, "weights", info.name, size, n,
                             loc.weights, gather=True)
+                if updater is not None and ipu != updater:
+                    continue
                 if info.trainable and info.optimizer_slots:
                     self.stored(ipu, phase, streamed, "optimizer",
                                 f"{info.name} (optimizer state x{info.optimizer_slots})",
@@ -565,7 +600,8 @@ class _Estimator:
         off_chip = {r.name: r.off_chip for r in self.records if r.off_chip}
         return MemoryEstimate(ipus, sum(off_chip.values()), self.tiles, self.per_tile,
                               {index: sorted({ipu for ipu, _, _ in places})
-                               for index, places in sorted(self.uses.items())})
+                               for index, places in sorted(self.uses.items())},
+                              dict(sorted(self.updaters.items())))
 
 
 def estimate(module: ir.Module, machine: Machine, args: Sequence[ArgInfo], *,

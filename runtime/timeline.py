@@ -31,8 +31,10 @@ for the next micro-batch are loaded as soon as the link allows (double buffering
 Barriers: a step starts when the previous one has ended (the pipeline fills and drains
 every step, as PopART's does around each weight update); the step's `epilogue` work
 (gradient all-reduce, optimizer update) runs after its last task, serially per IPU,
-before the next step. "sharded" runs one task at a time; "phased" starts a phase (a
-change of `ipu.phase` in the order) when everything before it has ended.
+before the next step; its "copy" work (an updated weight sent to another IPU reading
+it) starts when the work listed before it has ended. "sharded" runs one task at a time;
+"phased" starts a phase (a change of `ipu.phase` in the order) when everything before it
+has ended.
 
 Iterations (steps x micro-batches) give the spec's perf counters per stream ('input':
 load start, 'input_complete': load end, 'output': the output available on the IPU,
@@ -520,10 +522,12 @@ class _Run:
                             if not producers:
                                 self.after(kind, s, step, mb, "main")
                 self.task(step, k, mb)
-            barrier = self.latest
+            barrier = updated = self.latest
             for kind, name, ipu, cycles in epilogue:
-                start = max(barrier, self.free[ipu])
+                start = max(barrier, self.free[ipu], updated if kind == "copy" else 0)
                 self.free[ipu] = start + cycles
+                if kind != "copy":
+                    updated = max(updated, start + cycles)
                 self.add(ipu, Event(kind, name, None, start, start + cycles, step))
 
     def spans(self, steps: int) -> list[tuple[int, int]]:

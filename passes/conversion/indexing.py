@@ -1,5 +1,5 @@
 """torch -> ipu: the indexing family (gather, index_select/embedding, advanced indexing
-and index_put, scatter*, sort/topk, flip, roll, diagonal, slice/select_scatter,
+and index_put, scatter*, sort/topk, flip, roll, diagonal, slice/select/as_strided_scatter,
 embedding_bag).
 
 Advanced indexing `x[i, j]` arrives as `index.Tensor_hacked_twin` with one index tensor
@@ -277,6 +277,90 @@ def select_scatter(op: ir.OpView, b: Builder) -> ir.Value:
     return _slice_update(op, b, dim, index, index + 1, 1)
 
 
+def _strided_positions(size: list[int], stride: list[int], offset: int) -> np.ndarray:
+    """The storage positions `as_strided(size, stride, offset)` reads, in `size`'s shape."""
+    positions = np.full(size, offset, dtype=np.int64)
+    for dim, (count, step) in enumerate(zip(size, stride, strict=True)):
+        shape = [1] * len(size)
+        shape[dim] = count
+        positions = positions + (np.arange(count, dtype=np.int64) * step).reshape(shape)
+    return positions
+
+
+def _strided_box(positions: np.ndarray, shape: list[int]) -> tuple[list[int], list[int],
+                                                                    list[int]] | None:
+    """starts, ends and steps of the box of a contiguous tensor of `shape` whose
+    elements, in row-major order, are at `positions` (also row-major); None if there
+    is no such box (a transposed or overlapping view)."""
+    flat = positions.ravel()
+    numel = int(np.prod(shape))
+    if not flat.size or not shape:
+        return None
+    strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
+    starts = [int(v) for v in np.unravel_index(int(flat[0]), shape)]
+    counts, steps, dim = [1] * len(shape), [1] * len(shape), 0
+    for count, step in ((c, s) for c, s in zip(positions.shape, _steps(positions),
+                                                strict=True) if c > 1):
+        while dim < len(shape) and not (
+                shape[dim] > 1 and step > 0 and step % strides[dim] == 0
+                and starts[dim] + step // strides[dim] * (count - 1) < shape[dim]):
+            dim += 1
+        if dim == len(shape):
+            return None
+        counts[dim], steps[dim] = count, step // strides[dim]
+        dim += 1
+    ends = [start + step * (count - 1) + 1
+            for start, step, count in zip(starts, steps, counts, strict=True)]
+    box = np.arange(numel).reshape(shape)[tuple(map(slice, starts, ends, steps))]
+    return (starts, ends, steps) if np.array_equal(box.ravel(), flat) else None
+
+
+def _steps(positions: np.ndarray) -> list[int]:
+    """The distance between neighbours along each dim of a strided position grid."""
+    return [int(np.take(positions, 1, axis=d).ravel()[0] - positions.ravel()[0])
+            if n > 1 else 0 for d, n in enumerate(positions.shape)]
+
+
+def as_strided_scatter(op: ir.OpView, b: Builder) -> ir.Value:
+    """aten.as_strided_scatter(x, src, size, stride, storage_offset): a copy of x (a
+    value, so contiguous) whose elements at `storage_offset + sum(i_k * stride_k)` are
+    src's (the backward of `as_strided`, which functionalisation makes of views). A box
+    of x (every slice, select and full view) is an ipu.slice_update of x, any other
+    pattern an ipu.index_put of the flattened x at constant positions."""
+    out = b.result_type()
+    shape = list(out.shape)
+    size, stride = b.scalar_list(op.operands[2]), b.scalar_list(op.operands[3])
+    offset = 0 if b.is_none(op.operands[4]) else b.scalar(op.operands[4])
+    if list(_operand_type(op, 1).shape) != size:
+        raise Unsupported(f"src of shape {list(_operand_type(op, 1).shape)} for a view of "
+                          f"size {size}")
+    numel = int(np.prod(shape))
+    positions = _strided_positions(size, stride, offset)
+    if positions.size and not (0 <= positions.min() and positions.max() < numel):
+        raise Unsupported(f"the view (size {size}, stride {stride}, offset {offset}) "
+                          f"reaches outside the {numel} elements of the input")
+    if np.unique(positions).size != positions.size:
+        raise Unsupported(f"a view (size {size}, stride {stride}) whose elements overlap: "
+                          "PyTorch cannot write to it either")
+    x = b.tensor(op.operands[0])
+    src = b.cast(b.tensor(op.operands[1]), out.element_type)
+    if not positions.size:
+        return x
+    box = _strided_box(positions, shape)
+    if box is not None:
+        counts = [-(-(e - s) // st) for s, e, st in zip(*box, strict=True)]
+        if counts == shape:
+            return _reshape(src, shape)
+        attrs = [ir.DenseI64ArrayAttr.get(v) for v in box]
+        return SliceUpdateOp(x, _reshape(src, counts), *attrs, out).result
+    count = positions.size
+    index_type = ir.IntegerType.get_signless(32 if numel < 2**31 else 64)
+    indices = b.constant(positions.reshape(count, 1), index_type, [count, 1])
+    flat = IndexPutOp(_reshape(x, [numel]), indices, _reshape(src, [count]), make_bool(False),
+                      _tensor_type([numel], x)).result
+    return _reshape(flat, shape)
+
+
 def embedding_bag(op: ir.OpView, b: Builder) -> list[ir.Value]:
     """aten.embedding_bag.padding_idx(weight, indices, offsets, scale_grad_by_freq, mode,
     sparse, per_sample_weights, include_last_offset, padding_idx): the bags' output; the
@@ -343,4 +427,5 @@ def populate_indexing(patterns: Patterns) -> None:
     patterns.lower("torch.aten.diagonal", diagonal)
     patterns.lower("torch.aten.slice_scatter", slice_scatter)
     patterns.lower("torch.aten.select_scatter", select_scatter)
+    patterns.lower("torch.aten.as_strided_scatter", as_strided_scatter)
     patterns.lower("torch.aten.embedding_bag.padding_idx", embedding_bag)

@@ -1,0 +1,6 @@
+"""pytest configuration of the model zoo: `zoo` is importable."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
