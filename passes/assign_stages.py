@@ -65,7 +65,8 @@ class AssignStages(Pass):
         self._check_ipus(module, placement)
         keys = {op: block[0] for op, block in annotated if block is not None}
         _inherit_backward([op for op, block in annotated if block is None
-                           and "ipu.backward" in op.attributes], keys)
+                           and "ipu.backward" in op.attributes], keys,
+                          {op: n for n, (op, _) in enumerate(annotated)})
         for op, key in keys.items():
             op.attributes["ipu.stage"] = stage_attr(*placement[key])
             if key in self.phases:
@@ -167,19 +168,25 @@ def _computes_forward(op: ir.Operation) -> bool:
     return not op.name.startswith(NEUTRAL) and "ipu.backward" not in op.attributes
 
 
-def _inherit_backward(ops: list[ir.Operation], keys: dict[ir.Operation, str]) -> None:
-    """Give unannotated backward ops the block of an op they feed, or else of one
-    feeding them, until every one has a block (or none can get one)."""
+def _inherit_backward(ops: list[ir.Operation], keys: dict[ir.Operation, str],
+                      position: dict[ir.Operation, int]) -> None:
+    """Give unannotated backward ops the block of the op feeding them that comes last in
+    program order (a sum of gradients from several stages runs after all of them), or,
+    with no such producer, of an op they feed; until every one has a block (or none can
+    get one)."""
     todo = list(ops)
     while todo:
         left = []
         for op in todo:
+            producers = [p for p in map(producer, op.operands) if p is not None and p in keys]
             users = [use.owner.operation for r in op.results for use in r.uses]
-            producers = [p for p in map(producer, op.operands) if p is not None]
-            key = next((keys[n] for n in users + producers if n in keys), None)
-            if key is None:
-                left.append(op)
+            if producers:
+                keys[op] = keys[max(producers, key=position.__getitem__)]
             else:
+                key = next((keys[n] for n in users if n in keys), None)
+                if key is None:
+                    left.append(op)
+                    continue
                 keys[op] = key
         if len(left) == len(todo):
             return

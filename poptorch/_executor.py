@@ -259,6 +259,9 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
                 installing = time.perf_counter()
                 self._install(compiled, spec, [(tuple(t.shape), t.dtype) for t in micro
                                                if isinstance(t, torch.Tensor)], progress)
+                # non-tensor inputs (use_cache=False) are constants of the compiled program
+                self._in_constants = {i: v for i, v in enumerate(micro)
+                                      if not isinstance(v, torch.Tensor)}
             finally:
                 progress.close()
         self._simulate()
@@ -463,6 +466,15 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
             raise Error(f"the inputs' structure changed since compilation: expected "
                         f"{self._in_spec}, got {spec}", type="executor")
         micro, _ = self._split(flat)
+        for index, value in getattr(self, "_in_constants", {}).items():
+            if type(micro[index]) is not type(value) or micro[index] != value:
+                path = pytree.keystr(pytree.tree_flatten_with_path(
+                    pytree.tree_unflatten(micro, spec))[0][index][0])
+                raise Error(
+                    f"input {path} was {value!r} when the model was compiled and is "
+                    f"{micro[index]!r} now; non-tensor inputs are constants of the compiled "
+                    "program: wrap the model again to run it with another value",
+                    type="executor")
         tensors = [t for t in micro if isinstance(t, torch.Tensor)]
         for index, (tensor, (shape, dtype)) in enumerate(zip(tensors, self._input_meta,
                                                              strict=True)):

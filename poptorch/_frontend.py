@@ -15,6 +15,7 @@ import contextlib
 import functools
 import math
 import os
+import re
 import threading
 import traceback
 import warnings
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.fx.traceback as fxtb
-from torch.export.graph_signature import InputKind, OutputKind
+from torch.export.graph_signature import ConstantArgument, InputKind, OutputKind
 from torch.utils import _pytree as pytree
 from torch_mlir import ir
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
@@ -185,9 +186,18 @@ def capture_error(err: Exception, what: str) -> Error:
               if not os.path.abspath(f.filename).startswith((_TORCH_DIR, _OWN_DIR))]
     location = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
     reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    unknown = re.search(r"Found <class '([\w.]+)'> in output, which is not a known type",
+                        str(err))
+    if unknown:
+        hint = (" (Hugging Face caches: transformers.integrations.executorch."
+                "register_dynamic_cache_export_support(), or use_cache=False)"
+                if unknown.group(1).startswith("transformers.") else "")
+        reason = (f"the model returns a {unknown.group(1)}, which is not a tensor nor a "
+                  "structure of tensors poptorch can take apart: register the type with "
+                  f"torch.utils._pytree.register_pytree_node{hint}, or do not return it")
     data_dependent = ("_local_scalar_dense", "data-dependent", "Data-dependent",
                       "DataDependent")
-    if any(text in f"{type(err).__name__} {err}" for text in data_dependent):
+    if not unknown and any(text in f"{type(err).__name__} {err}" for text in data_dependent):
         code = f" (`{frames[-1].line}`)" if frames and frames[-1].line else ""
         reason = (f"the model reads the value of a tensor in Python{code}, which makes its "
                   "control flow depend on the data ({}); compute it with tensor operations "
@@ -212,11 +222,11 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
             stack.enter_context(context)
         try:
             program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+            program = program.run_decompositions(decompositions())
         except Error:
             raise
         except Exception as err:  # noqa: BLE001 - torch's own reason, re-raised for the user
             raise capture_error(err, "the model with torch.export") from err
-        program = program.run_decompositions(decompositions())
     signature = program.graph_signature
     tied, alias_of = _tied.merge_exported(program, model)  # one argument per tensor
     arguments, user_index = [], 0
@@ -224,7 +234,10 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
         if index in tied:
             continue
         if spec.kind == InputKind.USER_INPUT:
-            arguments.append(Argument("input", str(user_index)))
+            if isinstance(spec.arg, ConstantArgument):  # export specialised the graph on it
+                _drop_placeholder(program.graph_module, spec.arg.name)
+            else:
+                arguments.append(Argument("input", str(user_index)))
             user_index += 1
         elif spec.kind == InputKind.PARAMETER:
             arguments.append(Argument("parameter", alias_of.get(spec.target, spec.target)))
@@ -254,6 +267,17 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
         out_spec=program.call_spec.out_spec,
         input_meta=[(tuple(t.shape), t.dtype) for t in flat if isinstance(t, torch.Tensor)],
     )
+
+
+def _drop_placeholder(gm: torch.fx.GraphModule, name: str) -> None:
+    """Remove the placeholder of a non-tensor input (a bool, int, float or string the
+    graph was specialised on): it is no argument of the compiled program."""
+    node = next(n for n in gm.graph.nodes if n.op == "placeholder" and n.name == name)
+    if node.users:
+        raise Error(f"the model uses its non-tensor input '{name}' as a value in the graph; "
+                    "pass it as a tensor", type="capture")
+    gm.graph.erase_node(node)
+    gm.recompile()
 
 
 class AnnotatingNodeImporter(GraphNodeImporter):
