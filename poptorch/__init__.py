@@ -34,6 +34,7 @@ _LAZY = {
         "ParallelPhasedExecution")},
     "Block": "._annotations",
     "BeginBlock": "._annotations",
+    "placeLayers": "._annotations",
     "BlockFunction": "._annotations",
     "removeBlocks": "._annotations",
     "NameScope": "._annotations",

@@ -148,6 +148,41 @@ def BeginBlock(layer_to_call: torch.nn.Module, user_id: str | None = None,  # no
     return layer_to_call
 
 
+def placeLayers(layers, layers_per_ipu) -> list[str]:  # noqa: N802 - PopTorch's style
+    """Pipeline a stack of layers without editing the model (beyond PopTorch, as
+    Graphcore's Hugging Face integration's `layers_per_ipu`): the first
+    `layers_per_ipu[0]` layers run on IPU 0, the next `layers_per_ipu[1]` on IPU 1, and
+    so on, with BeginBlock at the first layer of each IPU; what comes before the layers
+    (embeddings) is on IPU 0, what comes after (a head) on the last IPU. Returns the
+    block ids, `ipu<n>`, for a Stage or Phase.
+
+        poptorch.placeLayers(model.bert.encoder.layer, [3, 7, 7, 7])
+    """
+    from .errors import Error
+
+    modules = list(layers) if not isinstance(layers, torch.nn.Module) or \
+        isinstance(layers, torch.nn.ModuleList | torch.nn.Sequential) else None
+    if modules is None or not all(isinstance(m, torch.nn.Module) for m in modules):
+        raise Error(f"placeLayers needs a list of torch.nn.Modules (a ModuleList or "
+                    f"Sequential), got {type(layers).__name__}", type="api")
+    counts = list(layers_per_ipu) if isinstance(layers_per_ipu, list | tuple) else None
+    if counts is None or not counts or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        raise Error(f"placeLayers: layers_per_ipu must be a list of numbers of layers "
+                    f"(integers >= 0), one per IPU, got {layers_per_ipu!r}", type="api")
+    if sum(counts) != len(modules):
+        raise Error(f"placeLayers: layers_per_ipu {counts} places {sum(counts)} layers, but "
+                    f"there are {len(modules)}; make the numbers add up to {len(modules)}",
+                    type="api")
+    ids, first = [], 0
+    for ipu, count in enumerate(counts):
+        if count:
+            BeginBlock(modules[first], f"ipu{ipu}", ipu_id=ipu)
+            ids.append(f"ipu{ipu}")
+        first += count
+    return ids
+
+
 def removeBlocks(module: torch.nn.Module, recurse: bool = True) -> None:  # noqa: N802
     """Remove BeginBlock annotations from `module` (and, by default, its sub-modules)."""
     for m in module.modules() if recurse else [module]:

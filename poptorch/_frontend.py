@@ -175,7 +175,10 @@ def tracing_contexts(model: torch.nn.Module) -> list:
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# poptorch and the packages mapped into it (dialects, passes, runtime), not the tests
+_OWN_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                               name) + os.sep
+                  for name in ("poptorch", "dialects", "passes", "runtime"))
 
 
 def capture_error(err: Exception, what: str) -> Error:
@@ -183,10 +186,11 @@ def capture_error(err: Exception, what: str) -> Error:
     model's source line: the innermost frame of the traceback outside torch and poptorch
     (the user's model, or the library that defines it, such as transformers)."""
     frames = [f for f in traceback.extract_tb(err.__traceback__)
-              if not os.path.abspath(f.filename).startswith((_TORCH_DIR, _OWN_DIR))]
+              if not f.filename.startswith("<")
+              and not os.path.abspath(f.filename).startswith((_TORCH_DIR, *_OWN_DIRS))]
     location = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
     reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    unknown = re.search(r"Found <class '([\w.]+)'> in output, which is not a known type",
+    unknown = re.search(r"Found <class '([^']+)'> in output, which is not a known type",
                         str(err))
     if unknown:
         hint = (" (Hugging Face caches: transformers.integrations.executorch."
@@ -200,8 +204,8 @@ def capture_error(err: Exception, what: str) -> Error:
     if not unknown and any(text in f"{type(err).__name__} {err}" for text in data_dependent):
         code = f" (`{frames[-1].line}`)" if frames and frames[-1].line else ""
         reason = (f"the model reads the value of a tensor in Python{code}, which makes its "
-                  "control flow depend on the data ({}); compute it with tensor operations "
-                  "(torch.where, masks) or move it out of the model".format(reason))
+                  "control flow depend on the data; compute it with tensor operations "
+                  "(torch.where, masks) or move it out of the model")
     return Error(f"could not capture {what}: {reason}", type="capture", location=location)
 
 
@@ -236,6 +240,8 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
         if spec.kind == InputKind.USER_INPUT:
             if isinstance(spec.arg, ConstantArgument):  # export specialised the graph on it
                 _drop_placeholder(program.graph_module, spec.arg.name)
+                if spec.arg.value is None:
+                    continue  # None is no leaf of the flattened inputs
             else:
                 arguments.append(Argument("input", str(user_index)))
             user_index += 1

@@ -110,6 +110,10 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
     # tied weights (one tensor under several names) are one argument (`_tied`)
     alias_of = _tied.module_aliases(wrapper, "model.")
     placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    for node in list(placeholders):  # non-tensor inputs: constants the graph specialised on
+        if not isinstance(node.meta.get("val"), torch.Tensor) and not node.users:
+            gm.graph.erase_node(node)
+            placeholders.remove(node)
     erased = _tied.merge_tied(gm.graph, [(node, _strip(node.meta["desc"].target))
                                          for node in placeholders if _is_weight(node)],
                               alias_of)
