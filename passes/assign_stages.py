@@ -178,7 +178,8 @@ def _inherit_backward(ops: list[ir.Operation], keys: dict[ir.Operation, str],
     while todo:
         left = []
         for op in todo:
-            producers = [p for p in map(producer, op.operands) if p is not None and p in keys]
+            producers = [p for p in map(producer, op.operands)
+                         if p is not None and p in keys and not p.name.startswith(NEUTRAL)]
             users = [use.owner.operation for r in op.results for use in r.uses]
             if producers:
                 keys[op] = keys[max(producers, key=position.__getitem__)]

@@ -129,6 +129,8 @@ class Case:
     first: Callable[[torch.nn.Module], torch.nn.Module]
     micro_batch: int = MICRO_BATCH
     lr: float = LR
+    # compare training against the CPU's own float32 error too (batch-normalised CNNs)
+    envelope: bool = False
     # beyond float32 noise: a model whose gradient is discontinuous at rounding level
     train_tolerance: tuple[float, float] = (RTOL, 0.0)  # (rtol, atol added)
 
@@ -212,7 +214,7 @@ def _build_timm_resnet():
 
 CASES = {case.name: case for case in [
     Case("resnet18", _build_resnet18, _images(10), _resnet_blocks, lambda m: m.model.conv1,
-         micro_batch=4),
+         micro_batch=4, envelope=True),
     Case("mobilenet_v2", _build_mobilenet, _images(10),
          lambda m, ipus: _spread(list(m.model.features), ipus), lambda m: m.model.features[0],
          # ReLU6 after batch norm: a pre-activation within rounding (1e-7) of 6 lands on
@@ -220,7 +222,7 @@ CASES = {case.name: case for case in [
          # the first layers' gradients on 1 seed of 4, measured), moving a first-layer
          # weight by up to 2e-4 after 3 steps and the loss by up to 1.2e-3. With ReLU6
          # swapped for tanh, the IPU's gradients are within 2e-5 of float64 (as torch's).
-         micro_batch=4, lr=1e-4, train_tolerance=(5e-2, 5e-3)),
+         micro_batch=4, lr=1e-4, train_tolerance=(5e-2, 5e-3), envelope=True),
     Case("vit", _build_vit, _images(10, 32),
          lambda m, ipus: _spread(list(m.model.encoder.layers), ipus),
          lambda m: m.model.conv_proj),
@@ -232,7 +234,7 @@ CASES = {case.name: case for case in [
                                  ipus),
          lambda m: m.model.encoder),
     Case("timm_resnet", _build_timm_resnet, _images(10), _resnet_blocks,
-         lambda m: m.model.conv1, micro_batch=4),
+         lambda m: m.model.conv1, micro_batch=4, envelope=True),
     Case("lstm", lambda: WithLoss(LSTMClassifier()),
          lambda batch: [torch.randint(0, 50, (batch, 10)), torch.randint(0, 4, (batch,))],
          lambda m, ipus: [m.model.lstm2] if ipus == 2
@@ -273,8 +275,8 @@ def options(ipus: int, replicas: int, strategy: str | None, ids: list[str],
         opts.setExecutionStrategy(poptorch.SerialPhasedExecution(
             *[poptorch.Phase(poptorch.Stage(b).ipu(n % 2)) for n, b in enumerate(ids)]))
     if strategy == "pipelined":
-        if training:
-            opts.Training.gradientAccumulation(2 * ipus)
+        if training:  # the fewest micro-batches that fill the pipeline
+            opts.Training.gradientAccumulation(2 * ipus - 1)
         else:
             opts.deviceIterations(ipus)
     return opts
@@ -330,21 +332,23 @@ def _train(case, model, reference, opts, batch, micro_batches, replicas) -> Resu
     compile_s = time.perf_counter() - start
     losses = [ipu(*inputs)[1] for inputs in batches]
     ipu.copyWeightsToHost()
-    exact = copy.deepcopy(reference).double()
+    exact = copy.deepcopy(reference).double() if case.envelope else reference
     expected = _cpu_steps(reference, batches, micro_batches * replicas, case.lr)
-    envelope = _cpu_steps(exact, batches, micro_batches * replicas, case.lr)
+    envelope = _cpu_steps(exact, batches, micro_batches * replicas, case.lr) \
+        if case.envelope else expected
     error = _compare(losses[-1].reshape(-1)[-1], expected, "loss",
                      ATOL + 4 * _noise(expected, envelope) + case.train_tolerance[1],
                      case.train_tolerance[0])
+    statistics = {key for key, value in model.named_buffers() if value.is_floating_point()}
     for (key, mine), theirs, best in zip(model.state_dict().items(),
                                          reference.state_dict().values(),
                                          exact.state_dict().values(), strict=True):
         if replicas > 1 and not mine.is_floating_point() or "running" in key and replicas > 1:
             continue  # each replica keeps its own statistics
-        # a running mean is a small mean of large terms: errors relative to the tensor's
+        # a running mean is a small mean of large terms: its errors relative to the tensor's
         # scale, not to each element (a ResNet's running mean: 2e-3 of the element, 2e-4 of
         # the largest, after 3 pipelined steps)
-        scale = theirs.abs().max().item() if theirs.is_floating_point() and theirs.numel() else 0
+        scale = theirs.abs().max().item() if key in statistics and theirs.numel() else 0
         atol = ATOL + 4 * _noise(theirs, best) + case.train_tolerance[1] + 1e-3 * scale
         error = max(error, _compare(mine, theirs, key, atol, case.train_tolerance[0]))
     return Result(compile_s, batch / ipu.getLatency()[0], error)
