@@ -1,6 +1,6 @@
 # Two entry points, both self-contained from a fresh clone:
 #   make demo   set up .venv and run the main job
-#   make test   set up .venv and run every test (ruff, pytest, lit)
+#   make test   set up .venv and run every test (ruff, lit, pytest on one worker per core)
 #   make bench  set up .venv and run the benchmarks against PyTorch on CPU (bench/run.py)
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -21,7 +21,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lit -sv test
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 bench: $(STAMP)
 	$(PY) bench/run.py

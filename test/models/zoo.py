@@ -348,10 +348,13 @@ def _train(case, model, reference, opts, batch, micro_batches, replicas) -> Resu
                                          exact.state_dict().values(), strict=True):
         if replicas > 1 and not mine.is_floating_point() or "running" in key and replicas > 1:
             continue  # each replica keeps its own statistics
-        # a running mean is a small mean of large terms: its errors relative to the tensor's
-        # scale, not to each element (a ResNet's running mean: 2e-3 of the element, 2e-4 of
-        # the largest, after 3 pipelined steps)
-        scale = theirs.abs().max().item() if key in statistics and theirs.numel() else 0
+        # a running mean is a small mean of large terms, as a batch-normalised CNN's first
+        # weight gradients are sums of many cancelling terms: their errors relative to the
+        # tensor's scale, not to each element (ResNet-18 after 3 pipelined steps: a running
+        # mean 2e-3 of its element, 2e-4 of the largest; conv1's weights 1e-4 apart where
+        # the float64 loop is 2.5e-6 from the float32 one)
+        scale = theirs.abs().max().item() if (key in statistics or case.envelope) \
+            and theirs.is_floating_point() and theirs.numel() else 0
         atol = ATOL + 4 * _noise(theirs, best) + case.train_tolerance[1] + 1e-3 * scale
         error = max(error, _compare(mine, theirs, key, atol, case.train_tolerance[0]))
     return Result(compile_s, batch / ipu.getLatency()[0], error)
