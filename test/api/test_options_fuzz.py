@@ -70,7 +70,7 @@ def clean_up() -> None:
         delattr(builtins, FLAG)
 
 
-@pytest.mark.parametrize("payload", PAYLOADS)
+@pytest.mark.parametrize("payload", PAYLOADS, ids=[f"payload{n}" for n in range(len(PAYLOADS))])
 def test_the_payloads_would_be_detected_if_they_ran(payload):
     clean_up()
     try:
