@@ -2,8 +2,14 @@
 
 torch-mlir imports torch.library custom ops as opaque `torch.operator`s, which its
 backend pipeline rejects, so this runs first, on the freshly imported module: each
-`torch.operator "torch.poptorch.<name>"` becomes its ipu op between torch_c casts.
-Other opaque operators are left for `ipu-check-torch-ops` to report.
+`torch.operator "torch.poptorch.<name>"` becomes its ipu op between torch_c casts. So do
+the aten ops torch-mlir has no op for that a conversion family lowers (its `OPERATORS`:
+antialiased resampling and its gradient, the gradients of weight normalisation, grid
+sampling and replication padding), and the torch ops that torch-mlir's backend
+pipeline decomposes wrongly (`BEFORE_BACKEND`: RReLU's gradient). Other opaque
+operators are left for
+`ipu-check-torch-ops` to report, with the reason a lowering declined them (the
+`ipu.unsupported` attribute).
 
 `set_available_memory(x, p)` becomes `x`, its proportion annotating the op producing x
 when that is a convolution, matrix product, embedding or indexing op (through views and
@@ -23,7 +29,8 @@ from poptorch.dialects.ipu import make_bool
 from poptorch.dialects.reduction import ReduceOp
 from poptorch.dialects.structure import NopOp, PrintOp
 
-from .conversion.common import Builder, Patterns, Unsupported
+from .conversion import BEFORE_BACKEND, OPERATORS
+from .conversion.common import Builder, Patterns, Unsupported, decline_key
 from .import_annotations import annotate
 from .registry import Pass, register
 
@@ -64,8 +71,12 @@ LOWERINGS = {"torch.poptorch.nop": nop, "torch.poptorch.ipu_print_tensor": ipu_p
              "torch.poptorch.recomputation_checkpoint": recomputation_checkpoint}
 
 
+UNSUPPORTED = "ipu.unsupported"  # why a lowering declined an opaque aten operator
+
+
 def lower_operator(op: ir.OpView, b: Builder) -> ir.Value:
-    lowering = LOWERINGS.get(op.attributes["name"].value)
+    name = op.attributes["name"].value
+    lowering = LOWERINGS.get(name) or OPERATORS.get(name)
     if lowering is None:
         raise Unsupported("not a PopTorch op")
     return lowering(op, b)
@@ -104,7 +115,8 @@ def tuned_producer(value: ir.Value) -> ir.Operation | None:
 @register
 class ConvertPoptorchOps(Pass):
     argument = "ipu-convert-poptorch-ops"
-    description = "Lower PopTorch's custom ops (torch.operator \"torch.poptorch.*\") to ipu ops"
+    description = ("Lower PopTorch's custom ops (torch.operator \"torch.poptorch.*\") and "
+                   "the aten ops torch-mlir has no op for that we lower to ipu ops")
 
     def run(self, module: ir.Operation) -> None:
         for op in self.walk(module):
@@ -112,7 +124,16 @@ class ConvertPoptorchOps(Pass):
                 self.set_available_memory(op)
         patterns = Patterns()
         patterns.lower("torch.operator", lower_operator)
+        for name, lowering in BEFORE_BACKEND.items():
+            patterns.lower(name, lowering)
         rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
+        if not patterns.declined:
+            return
+        for op in self.walk(module):
+            if op.name == "torch.operator" and op.attributes["name"].value in OPERATORS:
+                reason = patterns.declined.get(decline_key(op))
+                if reason is not None:
+                    op.attributes[UNSUPPORTED] = ir.StringAttr.get(reason)
 
     def set_available_memory(self, op: ir.Operation) -> None:
         """Annotate the tuned producer (if any) and forward the tensor."""

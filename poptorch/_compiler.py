@@ -47,9 +47,9 @@ PIPELINE = (
     "ipu-simplify",
     "cse",
 )
-_LIBRARY_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,)) + (
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
-)
+# torch and poptorch's own packages: not the checkout's root, whose .venv holds the
+# libraries that define users' models (torchvision, transformers, timm)
+_LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep, *_frontend.OWN_DIRS)
 
 
 @dataclass

@@ -176,7 +176,7 @@ def tracing_contexts(model: torch.nn.Module) -> list:
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 # poptorch and the packages mapped into it (dialects, passes, runtime), not the tests
-_OWN_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+OWN_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                name) + os.sep
                   for name in ("poptorch", "dialects", "passes", "runtime"))
 
@@ -187,7 +187,7 @@ def capture_error(err: Exception, what: str) -> Error:
     (the user's model, or the library that defines it, such as transformers)."""
     frames = [f for f in traceback.extract_tb(err.__traceback__)
               if not f.filename.startswith("<")
-              and not os.path.abspath(f.filename).startswith((_TORCH_DIR, *_OWN_DIRS))]
+              and not os.path.abspath(f.filename).startswith((_TORCH_DIR, *OWN_DIRS))]
     location = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
     reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     unknown = re.search(r"Found <class '([^']+)'> in output, which is not a known type",

@@ -1,14 +1,21 @@
 """The torch -> ipu conversion patterns, one module per op family (as torch-mlir's
-TorchToLinalg): each exposes `populate_<family>(patterns)`."""
+TorchToLinalg): each exposes `populate_<family>(patterns)`, and the families that lower
+aten ops torch-mlir has no op for (imported as opaque `torch.operator`s) an `OPERATORS`
+table, which `ipu-convert-poptorch-ops` applies before torch-mlir's backend pipeline (as
+it does `BEFORE_BACKEND`, the torch ops that pipeline decomposes wrongly)."""
 
-from .common import Patterns
+from .common import Lowering, Patterns
+from .convolution import OPERATORS as CONVOLUTION_OPERATORS
 from .convolution import populate_convolution
+from .convolution_backward import OPERATORS as CONVOLUTION_BACKWARD_OPERATORS
 from .convolution_backward import populate_convolution_backward
 from .creation import populate_creation
 from .data_movement import populate_data_movement
-from .elementwise import populate_elementwise
+from .elementwise import BEFORE_BACKEND, populate_elementwise
+from .indexing import OPERATORS as INDEXING_OPERATORS
 from .indexing import populate_indexing
 from .linear import populate_linear
+from .reduction import OPERATORS as REDUCTION_OPERATORS
 from .reduction import populate_reduction
 
 FAMILIES = (
@@ -21,6 +28,13 @@ FAMILIES = (
     populate_linear,
     populate_reduction,
 )
+
+
+__all__ = ["BEFORE_BACKEND", "FAMILIES", "OPERATORS", "Patterns", "populate_all"]
+
+# `torch.operator "<name>"` -> its lowering (the same `fn(op, b)` as a pattern's)
+OPERATORS: dict[str, Lowering] = {**CONVOLUTION_OPERATORS, **CONVOLUTION_BACKWARD_OPERATORS,
+                                  **INDEXING_OPERATORS, **REDUCTION_OPERATORS}
 
 
 def populate_all(patterns: Patterns) -> None:

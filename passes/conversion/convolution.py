@@ -1,4 +1,4 @@
-"""torch -> ipu: convolutions, pooling, padding and nearest upsampling.
+"""torch -> ipu: convolutions, pooling, padding and upsampling.
 
 `aten.convolution` becomes `ipu.conv` or `ipu.conv_transpose` plus a broadcast `ipu.add`
 of the bias; a zero `aten.constant_pad_nd` of the spatial dims feeding a convolution
@@ -9,6 +9,13 @@ Pooling keeps PyTorch's attributes (`ipu.max_pool`, `ipu.max_pool_with_indices`,
 indices) / `ipu.adaptive_avg_pool`. `aten.constant_pad_nd` is `ipu.pad`,
 and a nearest 2-d `aten.__interpolate` is `ipu.upsample_nearest`.
 
+Antialiased bilinear and bicubic resampling (`aten._upsample_{bilinear,bicubic}2d_aa`,
+which timm's position-embedding resampling and `interpolate(..., antialias=True)` use)
+and their gradients have no torch-mlir op: they arrive as opaque `torch.operator`s,
+lowered through `OPERATORS` (see passes/conversion/__init__.py). Resampling is
+separable, so each is two `ipu.matmul` with constant matrices of PyTorch's filter
+weights: `A_h @ x @ A_w^T`, and the input gradient `A_h^T @ grad @ A_w`.
+
 Every lowering reads and checks its constant operands before it builds anything: one
 that declines (`Unsupported`) after building ops would leave them behind, and the
 greedy driver, seeing the IR change, would retry it until it gives up on converging.
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
 from torch_mlir import ir
 
 from poptorch.dialects.convolution import (
@@ -35,8 +43,9 @@ from poptorch.dialects.convolution_backward import AdaptiveMaxPoolWithIndicesOp
 from poptorch.dialects.data_movement import ReshapeOp
 from poptorch.dialects.elementwise import BINARY_OPS
 from poptorch.dialects.ipu import i64, make_bool
+from poptorch.dialects.linear import MatMulOp
 
-from .common import Builder, Patterns, Unsupported, builtin_type
+from .common import Builder, Lowering, Patterns, Unsupported, builtin_type
 from .elementwise import operand
 
 
@@ -189,6 +198,117 @@ def interpolate(op: ir.OpView, b: Builder) -> ir.Value:
         scales = [float(s) for s in per_dim(b, op.operands[2], d, "scale_factor")]
     return UpsampleNearestOp(b.tensor(op.operands[0]), ir.DenseF64ArrayAttr.get(scales),
                              out).result
+
+
+def _area_scale(in_size: int, out_size: int, align_corners: bool,
+                scale: float | None) -> np.float32:
+    """PyTorch's `area_pixel_compute_scale` (in float32, as its kernel computes it for
+    float32 tensors): input pixels per output pixel."""
+    if align_corners:
+        return np.float32(in_size - 1) / np.float32(out_size - 1) if out_size > 1 \
+            else np.float32(0)
+    if scale is not None and scale > 0:
+        return np.float32(1.0 / scale)
+    return np.float32(in_size) / np.float32(out_size)
+
+
+def _triangle(x: np.ndarray) -> np.ndarray:
+    x = np.abs(x.astype(np.float64))
+    return np.where(x < 1, 1 - x, 0).astype(np.float32)
+
+
+def _keys_cubic(x: np.ndarray) -> np.ndarray:
+    """Keys' cubic convolution kernel with a = -0.5 (PIL's, and PyTorch's antialiased
+    bicubic; its plain bicubic uses -0.75)."""
+    a = -0.5
+    x = np.abs(x.astype(np.float64))
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = (((x - 5) * x + 8) * x - 4) * a
+    return np.where(x < 1, near, np.where(x < 2, far, 0)).astype(np.float32)
+
+
+AA_FILTERS = {"bilinear": (_triangle, 2), "bicubic": (_keys_cubic, 4)}
+
+
+def antialias_weights(kind: str, in_size: int, out_size: int, align_corners: bool,
+                      scale: float | None) -> np.ndarray:
+    """The [out_size, in_size] float32 matrix of PyTorch's antialiased resampling along
+    one dim (aten/src/ATen/native/cpu/UpSampleKernel.cpp, `_compute_weights_aa`, with
+    its float32 centres, supports and sums, so within a few float32 ulps of its
+    weights): output i reads the inputs within `support` of its centre, weighted by
+    the filter (widened by the scale when downsampling) and normalised to sum 1."""
+    fn, interp_size = AA_FILTERS[kind]
+    f32 = np.float32
+    s = _area_scale(in_size, out_size, align_corners, scale)
+    support = f32(interp_size * 0.5 * float(s)) if s >= 1 else f32(interp_size * 0.5)
+    max_size = int(np.ceil(support)) * 2 + 1
+    invscale = f32(1.0 / float(s)) if s >= 1 else f32(1)
+    weights = np.zeros((out_size, in_size), np.float32)
+    for i in range(out_size):
+        center = f32(float(s) * (i + 0.5))
+        low = max(int(float(center - support) + 0.5), 0)
+        size = min(max(min(int(float(center + support) + 0.5), in_size) - low, 0), max_size)
+        offsets = np.arange(low, low + size, dtype=np.float32) - center
+        w = fn(((offsets.astype(np.float64) + 0.5) * float(invscale)).astype(np.float32))
+        total = f32(0)
+        for v in w:  # in order, in float32, as the kernel sums them
+            total = f32(total + v)
+        weights[i, low:low + size] = w / total if total != 0 else w
+    return weights
+
+
+def upsample_antialiased(kind: str, backward: bool, op: ir.OpView, b: Builder) -> ir.Value:
+    """aten._upsample_{bilinear,bicubic}2d_aa(x, output_size, align_corners, scales_h?,
+    scales_w?) as `A_h @ x @ A_w^T`, and its _backward(grad, output_size, input_size,
+    align_corners, scales_h?, scales_w?) as `A_h^T @ grad @ A_w` (constant matrices of
+    `antialias_weights`)."""
+    out = b.result_type()
+    t = builtin_type(op.operands[0].type)
+    if out.rank != 4 or t.rank != 4:
+        raise Unsupported(f"antialiased resampling of rank {t.rank} (2 spatial dims expected)")
+    output_size = per_dim(b, op.operands[1], 2, "output_size")
+    first = 3 if backward else 2  # align_corners
+    input_size = b.scalar_list(op.operands[2])[2:] if backward else list(t.shape[2:])
+    align_corners = bool(b.scalar(op.operands[first]))
+    scales = [b.scalar(v) for v in op.operands[first + 1:first + 3]]
+    if any(not isinstance(n, int) or n < 1 for n in [*output_size, *input_size]):
+        raise Unsupported(f"resampling {input_size} to {output_size}")
+    result = operand(b, op.operands[0], out.element_type)
+    for dim, n, m, scale in zip((2, 3), input_size, output_size, scales, strict=True):
+        weights = antialias_weights(kind, n, m, align_corners, scale)
+        result = map_dim(b, result, dim, weights.T if backward else weights)
+    return result
+
+
+def map_dim(b: Builder, x: ir.Value, dim: int, matrix: np.ndarray) -> ir.Value:
+    """`x` with dim `dim` mapped by the constant `matrix` [new, old]: out[.., i, ..] =
+    sum_j matrix[i, j] * x[.., j, ..]. One ipu.matmul: `x @ matrix^T` for the last dim,
+    `matrix @ x` for the others (x seen as [.., old, the dims after it]); nothing for
+    the identity."""
+    rows, cols = matrix.shape
+    if rows == cols and np.array_equal(matrix, np.eye(rows, dtype=matrix.dtype)):
+        return x
+    shape, element = list(x.type.shape), x.type.element_type
+    if dim == len(shape) - 1:
+        return MatMulOp(x, b.constant(matrix.T, element, [cols, rows]),
+                        ir.RankedTensorType.get([*shape[:-1], rows], element)).result
+    tail = int(np.prod(shape[dim + 1:], dtype=np.int64))
+    viewed = _reshape(x, [*shape[:dim], cols, tail])
+    product = MatMulOp(b.constant(matrix, element, [rows, cols]), viewed,
+                       ir.RankedTensorType.get([*shape[:dim], rows, tail], element)).result
+    return _reshape(product, [*shape[:dim], rows, *shape[dim + 1:]])
+
+
+def _reshape(x: ir.Value, shape: list[int]) -> ir.Value:
+    if list(x.type.shape) == shape:
+        return x
+    return ReshapeOp(x, ir.RankedTensorType.get(shape, x.type.element_type)).result
+
+
+# aten ops torch-mlir has no op for: `torch.operator "<name>"` -> lowering
+OPERATORS: dict[str, Lowering] = {
+    f"torch.aten._upsample_{kind}2d_aa{suffix}": partial(upsample_antialiased, kind, backward)
+    for kind in AA_FILTERS for suffix, backward in (("", False), ("_backward", True))}
 
 
 def populate_convolution(patterns: Patterns) -> None:

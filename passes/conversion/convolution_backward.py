@@ -7,7 +7,10 @@ convolution is `ipu.conv`; the weight gradient is `ipu.conv_weight_grad` (for a
 transposed convolution with the roles of input and gradient swapped), the bias gradient
 an `ipu.reduce` sum over the batch and spatial dims. The pooling backward ops become
 `ipu.max_pool_grad` (scattering to the forward's indices), `ipu.avg_pool_grad` and
-`ipu.adaptive_avg_pool_grad`, with the forward's attributes.
+`ipu.adaptive_avg_pool_grad`, with the forward's attributes. The gradient of replication
+padding (`aten.replication_pad{1,2,3}d_backward`, which torch-mlir has no op for: it
+comes through `OPERATORS`, see passes/conversion/__init__.py) adds each output position's
+gradient to the input position it copies, one constant 0/1 matrix product per dim.
 
 The results of `aten.convolution_backward` that its output_mask leaves out are
 `!torch.none`, which a lowering cannot produce (its results are builtin tensors): a
@@ -23,6 +26,7 @@ from __future__ import annotations
 import re
 from functools import partial
 
+import numpy as np
 from torch_mlir import ir, rewrite
 
 from poptorch.dialects.convolution import ConvOp, ConvTransposeOp, PadOp
@@ -34,8 +38,8 @@ from poptorch.dialects.convolution_backward import (
 )
 from poptorch.dialects.ipu import i64, make_bool
 
-from .common import Builder, Patterns, Unsupported, builtin_type
-from .convolution import array, per_dim
+from .common import Builder, Lowering, Patterns, Unsupported, builtin_type
+from .convolution import array, map_dim, per_dim
 from .elementwise import operand
 from .reduction import reduce
 
@@ -166,6 +170,33 @@ def adaptive_avg_pool_backward(d: int, op: ir.OpView, b: Builder) -> ir.Value:
     grad = builtin_type(op.operands[0].type)
     return AdaptiveAvgPoolGradOp(b.tensor(op.operands[0]), array(grad.shape[grad.rank - d:]),
                                  b.result_type()).result
+
+
+def replication_pad_backward(d: int, op: ir.OpView, b: Builder) -> ir.Value:
+    """aten.replication_pad{d}d_backward(grad, x, padding): padding (left, right, top,
+    bottom, front, back; the last dim first) made output position o of a dim copy input
+    position clamp(o - before, 0, n - 1); the gradient of each dim is P^T @ grad with
+    P[o, clamp(o - before)] = 1."""
+    out = b.result_type()
+    padding = b.scalar_list(op.operands[2])
+    grad_type = builtin_type(op.operands[0].type)
+    if len(padding) != 2 * d or out.rank < d + 1:
+        raise Unsupported(f"replication padding {padding} of a rank-{out.rank} tensor")
+    result = operand(b, op.operands[0], out.element_type)
+    for k in range(d):  # the last dim first, as `padding` lists them
+        dim = out.rank - 1 - k
+        before, size = padding[2 * k], out.shape[dim]
+        count = grad_type.shape[dim]
+        copies = np.zeros((count, size), np.float32)
+        copies[np.arange(count), np.clip(np.arange(count) - before, 0, size - 1)] = 1
+        result = map_dim(b, result, dim, copies.T)
+    return result
+
+
+# aten ops torch-mlir has no op for: `torch.operator "<name>"` -> lowering
+OPERATORS: dict[str, Lowering] = {
+    f"torch.aten.replication_pad{d}d_backward": partial(replication_pad_backward, d)
+    for d in (1, 2, 3)}
 
 
 def populate_convolution_backward(patterns: Patterns) -> None:

@@ -4,6 +4,11 @@ One generic rule per arity covers most of the family (JAX's `_nary_lower_hlo` ha
 `unary(name)` and `binary(name)` are partially applied per aten op. Operands are cast
 to the result's element type (torch has already computed the promoted type); scalar
 operands become 0-d `ipu.constant`s.
+
+`BEFORE_BACKEND` holds lowerings of torch ops that torch-mlir's backend pipeline
+decomposes wrongly, which `ipu-convert-poptorch-ops` applies before it: RReLU's
+gradient with a fixed slope (eval mode, or lower == upper) came out as
+`max(grad, 0) + slope * min(x, 0)` instead of `grad * (x > 0 ? 1 : slope)`.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from torch_mlir import ir
 
 from poptorch.dialects.elementwise import BINARY_OPS, COMPARE_OPS, UNARY_OPS, SelectOp
 
-from .common import Builder, Patterns, Unsupported
+from .common import Builder, Lowering, Patterns, Unsupported
 
 UNARY_ATEN = {
     "neg": "neg", "abs": "abs", "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log",
@@ -178,6 +183,30 @@ def leaky_relu(op: ir.OpView, b: Builder) -> ir.Value:
     positive = COMPARE_OPS["gt"](x, zero, ir.RankedTensorType.get(
         out.shape, ir.IntegerType.get_signless(1))).result
     return SelectOp(positive, x, BINARY_OPS["mul"](x, slope, out).result, out).result
+
+
+def rrelu_backward(op: ir.OpView, b: Builder) -> ir.Value:
+    """aten.rrelu_with_noise_backward(grad, x, noise, lower, upper, training,
+    self_is_result): grad * noise where training drew random slopes (upper - lower >
+    1e-6), else leaky_relu's gradient with the mean slope: grad where x > 0, slope *
+    grad elsewhere (x may be the result: its sign is the input's)."""
+    out = b.result_type()
+    lower, upper, training = (b.scalar(v) for v in op.operands[3:6])
+    grad = operand(b, op.operands[0], out.element_type)
+    if training and upper - lower > 1e-6:
+        return BINARY_OPS["mul"](grad, operand(b, op.operands[2], out.element_type),
+                                 out).result
+    x = operand(b, op.operands[1], out.element_type)
+    positive = COMPARE_OPS["gt"](x, b.constant(0, out.element_type), ir.RankedTensorType.get(
+        out.shape, ir.IntegerType.get_signless(1))).result
+    scaled = BINARY_OPS["mul"](grad, b.constant((lower + upper) / 2, out.element_type),
+                               out).result
+    return SelectOp(positive, grad, scaled, out).result
+
+
+# torch ops torch-mlir's backend pipeline decomposes wrongly: lowered before it
+BEFORE_BACKEND: dict[str, Lowering] = {
+    "torch.aten.rrelu_with_noise_backward": rrelu_backward}
 
 
 def cast(op: ir.OpView, b: Builder) -> ir.Value:

@@ -6,7 +6,10 @@ to sorted non-negative values; no dims (None or []) means all of them, as in tor
 Operands are cast to the result's element type first (torch has already chosen it:
 int64 for integer sums, the `dtype` argument when given); `any`/`all` reduce i1.
 Norms, var/std and logsumexp are composed from `ipu.reduce` and elementwise ops. The
-normalisation layers and (log-)softmax reach us already decomposed by torch-mlir.
+normalisation layers and (log-)softmax reach us already decomposed by torch-mlir; the
+gradient of weight normalisation (`aten._weight_norm_interface_backward`, training
+wav2vec2-style convolutions with `weight_norm`), which torch-mlir has no op for, comes
+through `OPERATORS` (see passes/conversion/__init__.py) and is composed the same way.
 
 Every lowering reads all its constant operands before it builds an op: a lowering that
 declines must leave the IR untouched, or the greedy driver never converges.
@@ -31,7 +34,7 @@ from poptorch.dialects.reduction import (
     reduced_shape,
 )
 
-from .common import Builder, Patterns, Unsupported, builtin_type
+from .common import Builder, Lowering, Patterns, Unsupported, builtin_type
 
 # aten op -> (ipu.reduce kind, operand index of its dims, of its keepdim); None: absent
 # (no dims operand: all dims; no keepdim operand: false)
@@ -203,6 +206,40 @@ def logsumexp(op: ir.OpView, b: Builder) -> ir.Value:
     total = reduce(exps, "sum", dims, keepdim)
     logs = UNARY_OPS["log"](total, total.type).result
     return BINARY_OPS["add"](logs, _reshape(shift, list(total.type.shape)), total.type).result
+
+
+def weight_norm_backward(op: ir.OpView, b: Builder) -> tuple[ir.Value, ir.Value]:
+    """aten._weight_norm_interface_backward(grad_w, v, g, norms, dim) -> (grad_v, grad_g)
+    of `w = v * g / norms` (norms: v's 2-norm over every dim but `dim`, g's shape), as
+    PyTorch's kernel computes them: with s = sum(grad_w * v) over those dims,
+    grad_g = s / norms and grad_v = a * grad_w - (a * grad_g / norms) * v, a = g / norms."""
+    grad_v_type, grad_g_type = b.result_type(0), b.result_type(1)
+    rank = grad_v_type.rank
+    dim = b.scalar(op.operands[4]) % max(rank, 1)
+    norms_shape = list(builtin_type(op.operands[3].type).shape)
+    kept = [1 if d != dim else n for d, n in enumerate(grad_v_type.shape)]
+    if norms_shape != kept or list(grad_g_type.shape) != kept:
+        raise Unsupported(f"weight norms of shape {norms_shape} for a weight of shape "
+                          f"{list(grad_v_type.shape)} normalised along dim {dim}")
+    element = grad_v_type.element_type
+    grad_w, v, g, norms = (b.cast(b.tensor(value), element) for value in op.operands[:4])
+    g = _reshape(g, kept)
+
+    def binary(name: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+        shape = [max(m, n) for m, n in zip(lhs.type.shape, rhs.type.shape, strict=True)]
+        return BINARY_OPS[name](lhs, rhs, ir.RankedTensorType.get(shape, element)).result
+
+    sums = reduce(binary("mul", grad_w, v), "sum", [d for d in range(rank) if d != dim], True)
+    grad_g = binary("div", sums, norms)
+    a = binary("div", g, norms)
+    scale = binary("div", binary("mul", a, grad_g), norms)
+    grad_v = binary("sub", binary("mul", a, grad_w), binary("mul", scale, v))
+    return grad_v, b.cast(grad_g, grad_g_type.element_type)
+
+
+# aten ops torch-mlir has no op for: `torch.operator "<name>"` -> lowering
+OPERATORS: dict[str, Lowering] = {
+    "torch.aten._weight_norm_interface_backward": weight_norm_backward}
 
 
 def populate_reduction(patterns: Patterns) -> None:

@@ -54,3 +54,30 @@ func.func @scatter_reduce$unknown(%x: !torch.vtensor<[4],f32>, %i: !torch.vtenso
   %0 = torch.aten.scatter_reduce.two %x, %int0, %i, %s, %str, %true : !torch.vtensor<[4],f32>, !torch.int, !torch.vtensor<[2],si32>, !torch.vtensor<[2],f32>, !torch.str, !torch.bool -> !torch.vtensor<[4],f32>
   return %0 : !torch.vtensor<[4],f32>
 }
+
+// -----
+
+// A view whose elements overlap (stride 0) cannot be written: PyTorch refuses too.
+func.func @as_strided_scatter$overlap(%x: !torch.vtensor<[4],f32>, %s: !torch.vtensor<[3],f32>) -> !torch.vtensor<[4],f32> {
+  %int0 = torch.constant.int 0
+  %int3 = torch.constant.int 3
+  %size = torch.prim.ListConstruct %int3 : (!torch.int) -> !torch.list<int>
+  %stride = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+  // expected-error @+1 {{unsupported op 'torch.aten.as_strided_scatter': a view (size [3], stride [0]) whose elements overlap: PyTorch cannot write to it either}}
+  %0 = torch.aten.as_strided_scatter %x, %s, %size, %stride, %int0 : !torch.vtensor<[4],f32>, !torch.vtensor<[3],f32>, !torch.list<int>, !torch.list<int>, !torch.int -> !torch.vtensor<[4],f32>
+  return %0 : !torch.vtensor<[4],f32>
+}
+
+// -----
+
+// A view reaching past the input's last element.
+func.func @as_strided_scatter$outside(%x: !torch.vtensor<[4],f32>, %s: !torch.vtensor<[3],f32>) -> !torch.vtensor<[4],f32> {
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int3 = torch.constant.int 3
+  %size = torch.prim.ListConstruct %int3 : (!torch.int) -> !torch.list<int>
+  %stride = torch.prim.ListConstruct %int2 : (!torch.int) -> !torch.list<int>
+  // expected-error @+1 {{unsupported op 'torch.aten.as_strided_scatter': the view (size [3], stride [2], offset 1) reaches outside the 4 elements of the input}}
+  %0 = torch.aten.as_strided_scatter %x, %s, %size, %stride, %int1 : !torch.vtensor<[4],f32>, !torch.vtensor<[3],f32>, !torch.list<int>, !torch.list<int>, !torch.int -> !torch.vtensor<[4],f32>
+  return %0 : !torch.vtensor<[4],f32>
+}

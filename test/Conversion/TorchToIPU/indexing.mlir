@@ -273,3 +273,113 @@ func.func @embedding_bag$weighted(%w: !torch.vtensor<[10,3],f32>, %i: !torch.vte
   %r0, %r1, %r2, %r3 = torch.aten.embedding_bag.padding_idx %w, %i, %o, %false, %int0, %false, %p, %false, %int-1 : !torch.vtensor<[10,3],f32>, !torch.vtensor<[6],si32>, !torch.vtensor<[2],si32>, !torch.bool, !torch.int, !torch.bool, !torch.vtensor<[6],f32>, !torch.bool, !torch.int -> !torch.vtensor<[2,3],f32>, !torch.vtensor<[6],si32>, !torch.vtensor<[2],si32>, !torch.vtensor<[2],si32>
   return %r0 : !torch.vtensor<[2,3],f32>
 }
+
+// -----
+
+// as_strided_scatter (the backward of the `as_strided` views functionalisation makes):
+// a view covering the whole input in order is src reshaped.
+// CHECK-LABEL: func.func @as_strided_scatter$reshape
+// CHECK:         %[[S:.*]] = torch_c.to_builtin_tensor %arg1 : !torch.vtensor<[2,3],f32> -> tensor<2x3xf32>
+// CHECK-NEXT:    %[[R:.*]] = "ipu.reshape"(%[[S]]) : (tensor<2x3xf32>) -> tensor<6xf32>
+// CHECK-NEXT:    torch_c.from_builtin_tensor %[[R]]
+func.func @as_strided_scatter$reshape(%x: !torch.vtensor<[6],f32>, %s: !torch.vtensor<[2,3],f32>) -> !torch.vtensor<[6],f32> {
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int3 = torch.constant.int 3
+  %size = torch.prim.ListConstruct %int2, %int3 : (!torch.int, !torch.int) -> !torch.list<int>
+  %stride = torch.prim.ListConstruct %int3, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %0 = torch.aten.as_strided_scatter %x, %s, %size, %stride, %int0 : !torch.vtensor<[6],f32>, !torch.vtensor<[2,3],f32>, !torch.list<int>, !torch.list<int>, !torch.int -> !torch.vtensor<[6],f32>
+  return %0 : !torch.vtensor<[6],f32>
+}
+
+// -----
+
+// Positions 1, 3, ..., 11 of the flattened 4x5 input: one run in steps of 2.
+// CHECK-LABEL: func.func @as_strided_scatter$run
+// CHECK:         %[[X:.*]] = "ipu.reshape"(%{{.*}}) : (tensor<4x5xf32>) -> tensor<20xf32>
+// CHECK-NEXT:    %[[S:.*]] = "ipu.reshape"(%{{.*}}) : (tensor<2x3xf32>) -> tensor<6xf32>
+// CHECK-NEXT:    %[[U:.*]] = "ipu.slice_update"(%[[X]], %[[S]]) {ends = array<i64: 12>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<20xf32>, tensor<6xf32>) -> tensor<20xf32>
+// CHECK-NEXT:    "ipu.reshape"(%[[U]]) : (tensor<20xf32>) -> tensor<4x5xf32>
+func.func @as_strided_scatter$run(%x: !torch.vtensor<[4,5],f32>, %s: !torch.vtensor<[2,3],f32>) -> !torch.vtensor<[4,5],f32> {
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int3 = torch.constant.int 3
+  %int6 = torch.constant.int 6
+  %size = torch.prim.ListConstruct %int2, %int3 : (!torch.int, !torch.int) -> !torch.list<int>
+  %stride = torch.prim.ListConstruct %int6, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %0 = torch.aten.as_strided_scatter %x, %s, %size, %stride, %int1 : !torch.vtensor<[4,5],f32>, !torch.vtensor<[2,3],f32>, !torch.list<int>, !torch.list<int>, !torch.int -> !torch.vtensor<[4,5],f32>
+  return %0 : !torch.vtensor<[4,5],f32>
+}
+
+// -----
+
+// x[0:3, 1::2] of a 4x5 input (offset 1, strides 5 and 2): a box of the input itself.
+// CHECK-LABEL: func.func @as_strided_scatter$box
+// CHECK-DAG:     %[[X:.*]] = torch_c.to_builtin_tensor %arg0
+// CHECK-DAG:     %[[S:.*]] = torch_c.to_builtin_tensor %arg1
+// CHECK:         "ipu.slice_update"(%[[X]], %[[S]]) {ends = array<i64: 3, 4>, starts = array<i64: 0, 1>, steps = array<i64: 1, 2>} : (tensor<4x5xf32>, tensor<3x2xf32>) -> tensor<4x5xf32>
+func.func @as_strided_scatter$box(%x: !torch.vtensor<[4,5],f32>, %s: !torch.vtensor<[3,2],f32>) -> !torch.vtensor<[4,5],f32> {
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int3 = torch.constant.int 3
+  %int5 = torch.constant.int 5
+  %size = torch.prim.ListConstruct %int3, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %stride = torch.prim.ListConstruct %int5, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %0 = torch.aten.as_strided_scatter %x, %s, %size, %stride, %int1 : !torch.vtensor<[4,5],f32>, !torch.vtensor<[3,2],f32>, !torch.list<int>, !torch.list<int>, !torch.int -> !torch.vtensor<[4,5],f32>
+  return %0 : !torch.vtensor<[4,5],f32>
+}
+
+// -----
+
+// A transposed view (strides 1, 3; no storage offset) is no box: an index_put of the
+// flattened input at the view's positions.
+// CHECK-LABEL: func.func @as_strided_scatter$transposed
+// CHECK:         %[[I:.*]] = "ipu.constant"() {value = dense<{{\[}}[0], [3], [1], [4], [2], [5]]> : tensor<6x1xi32>} : () -> tensor<6x1xi32>
+// CHECK-NEXT:    %[[X:.*]] = "ipu.reshape"(%{{.*}}) : (tensor<2x3xf32>) -> tensor<6xf32>
+// CHECK-NEXT:    %[[S:.*]] = "ipu.reshape"(%{{.*}}) : (tensor<3x2xf32>) -> tensor<6xf32>
+// CHECK-NEXT:    %[[P:.*]] = "ipu.index_put"(%[[X]], %[[I]], %[[S]]) {accumulate = false} : (tensor<6xf32>, tensor<6x1xi32>, tensor<6xf32>) -> tensor<6xf32>
+// CHECK-NEXT:    "ipu.reshape"(%[[P]]) : (tensor<6xf32>) -> tensor<2x3xf32>
+func.func @as_strided_scatter$transposed(%x: !torch.vtensor<[2,3],f32>, %s: !torch.vtensor<[3,2],f32>) -> !torch.vtensor<[2,3],f32> {
+  %none = torch.constant.none
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int3 = torch.constant.int 3
+  %size = torch.prim.ListConstruct %int3, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %stride = torch.prim.ListConstruct %int1, %int3 : (!torch.int, !torch.int) -> !torch.list<int>
+  %0 = torch.aten.as_strided_scatter %x, %s, %size, %stride, %none : !torch.vtensor<[2,3],f32>, !torch.vtensor<[3,2],f32>, !torch.list<int>, !torch.list<int>, !torch.none -> !torch.vtensor<[2,3],f32>
+  return %0 : !torch.vtensor<[2,3],f32>
+}
+
+// -----
+
+// Constant index tensors whose positions run in order (torch-mlir's gathers for
+// `as_strided`, here of a channels-last mean and of a 6-vector, with a negative index)
+// are the input reshaped; no gather is left.
+// CHECK-LABEL: func.func @index$constant_run
+// CHECK-NOT:     "ipu.index
+// CHECK:         "ipu.reshape"(%{{.*}}) : (tensor<6xf32>) -> tensor<2x3xf32>
+// CHECK-NOT:     "ipu.index
+func.func @index$constant_run(%x: !torch.vtensor<[2,3,1,1],f32>, %y: !torch.vtensor<[6],f32>) -> (!torch.vtensor<[2,3,1,1],f32>, !torch.vtensor<[2,3],f32>) {
+  %i0 = torch.vtensor.literal(dense<[[[[0]], [[0]], [[0]]], [[[1]], [[1]], [[1]]]]> : tensor<2x3x1x1xsi64>) : !torch.vtensor<[2,3,1,1],si64>
+  %i1 = torch.vtensor.literal(dense<[[[[0]], [[1]], [[2]]], [[[0]], [[1]], [[2]]]]> : tensor<2x3x1x1xsi64>) : !torch.vtensor<[2,3,1,1],si64>
+  %i2 = torch.vtensor.literal(dense<0> : tensor<2x3x1x1xsi64>) : !torch.vtensor<[2,3,1,1],si64>
+  %0 = torch.prim.ListConstruct %i0, %i1, %i2, %i2 : (!torch.vtensor<[2,3,1,1],si64>, !torch.vtensor<[2,3,1,1],si64>, !torch.vtensor<[2,3,1,1],si64>, !torch.vtensor<[2,3,1,1],si64>) -> !torch.list<vtensor>
+  %1 = torch.aten.index.Tensor_hacked_twin %x, %0 : !torch.vtensor<[2,3,1,1],f32>, !torch.list<vtensor> -> !torch.vtensor<[2,3,1,1],f32>
+  %i3 = torch.vtensor.literal(dense<[[0, 1, 2], [3, 4, -1]]> : tensor<2x3xsi64>) : !torch.vtensor<[2,3],si64>
+  %2 = torch.prim.ListConstruct %i3 : (!torch.vtensor<[2,3],si64>) -> !torch.list<vtensor>
+  %3 = torch.aten.index.Tensor_hacked_twin %y, %2 : !torch.vtensor<[6],f32>, !torch.list<vtensor> -> !torch.vtensor<[2,3],f32>
+  return %1, %3 : !torch.vtensor<[2,3,1,1],f32>, !torch.vtensor<[2,3],f32>
+}
+
+// -----
+
+// Rows 1, 3, 5: a slice in steps of 2.
+// CHECK-LABEL: func.func @index$constant_steps
+// CHECK:         "ipu.slice"(%{{.*}}) {ends = array<i64: 6, 2>, starts = array<i64: 1, 0>, steps = array<i64: 2, 1>} : (tensor<8x2xf32>) -> tensor<3x2xf32>
+func.func @index$constant_steps(%y: !torch.vtensor<[8,2],f32>) -> !torch.vtensor<[3,2],f32> {
+  %i = torch.vtensor.literal(dense<[1, 3, 5]> : tensor<3xsi64>) : !torch.vtensor<[3],si64>
+  %0 = torch.prim.ListConstruct %i : (!torch.vtensor<[3],si64>) -> !torch.list<vtensor>
+  %1 = torch.aten.index.Tensor_hacked_twin %y, %0 : !torch.vtensor<[8,2],f32>, !torch.list<vtensor> -> !torch.vtensor<[3,2],f32>
+  return %1 : !torch.vtensor<[3,2],f32>
+}
