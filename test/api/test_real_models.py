@@ -276,3 +276,31 @@ def test_place_layers_errors():
     with pytest.raises(poptorch.Error, match=r"placeLayers needs a list of torch.nn.Modules "
                                              r"\(a ModuleList or Sequential\), got Linear"):
         poptorch.placeLayers(model.head, [1])
+
+
+def test_gpt2_with_use_cache_as_a_forward_argument():
+    """Items 6 and 7 on the model that showed them: GPT-2 called with use_cache=False
+    (a bool forward argument, a raw TypeError before) returns its ModelOutput; with the
+    cache on, its DynamicCache output is an error naming the type and the way out."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "models"))
+    import zoo
+
+    zoo.import_torchvision()  # transformers imports torchvision
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=64,
+                                     n_positions=16, resid_pdrop=0.0, embd_pdrop=0.0,
+                                     attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    ids = torch.randint(0, 64, (2, 8))
+    out = poptorch.inferenceModel(model)(ids, use_cache=False)
+    assert type(out).__name__ == "CausalLMOutputWithCrossAttentions"
+    torch.testing.assert_close(out.logits, model(ids, use_cache=False).logits.detach(),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(poptorch.Error, match=r"the model returns a transformers.cache_utils."
+                                             r"DynamicCache, .*register_dynamic_cache_export_"
+                                             r"support\(\), or use_cache=False\)"):
+        poptorch.inferenceModel(model)(ids, use_cache=True)
