@@ -63,6 +63,39 @@ class _LossFirst(torch.nn.Module):
         return (leaves[self.loss_leaf], *others)
 
 
+@contextlib.contextmanager
+def _stack_traces():
+    """Record the Python stack of every traced op, as torch.export does for inference, so
+    that an error in the training graph names the model's line: aot_export traces with
+    make_fx's tracer, whose `record_stack_traces` it leaves off and does not expose."""
+    from torch.fx.experimental.proxy_tensor import _MakefxTracer
+
+    init = _MakefxTracer.__init__
+
+    def recording(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.record_stack_traces = True
+
+    _MakefxTracer.__init__ = recording
+    try:
+        yield
+    finally:
+        _MakefxTracer.__init__ = init
+
+
+def _backward_traces(graph: torch.fx.Graph) -> None:
+    """Give each backward op the stack trace of the forward op it differentiates (the
+    same autograd sequence number): the backward runs no user code of its own."""
+    forward: dict[int, str] = {}
+    for node in graph.nodes:
+        if node.meta.get("partitioner_tag") != "is_backward" and node.stack_trace \
+                and node.meta.get("seq_nr") is not None:
+            forward.setdefault(node.meta["seq_nr"], node.stack_trace)
+    for node in graph.nodes:
+        if node.meta.get("partitioner_tag") == "is_backward" and not node.stack_trace:
+            node.stack_trace = forward.get(node.meta.get("seq_nr"))
+
+
 def _find_loss(leaves: list[Any], marks: list[tuple[torch.Tensor, str]]) -> int:
     if marks:
         final = marks[-1][0]
@@ -95,6 +128,7 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
         stack.enter_context(_frontend.quiet_torch())
         for context in _frontend.tracing_contexts(model):
             stack.enter_context(context)
+        stack.enter_context(_stack_traces())
         try:
             joint = aot_export_joint_with_descriptors(
                 stack, wrapper, tuple(args), dict(kwargs),
@@ -104,6 +138,7 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
         except Exception as err:  # noqa: BLE001 - torch's reason, re-raised for the user
             raise _frontend.capture_error(err, "the training graph") from err
     gm = joint.graph_module
+    _backward_traces(gm.graph)
     for node in gm.graph.nodes:  # backward ops run in backward pipeline stages
         if node.meta.get("partitioner_tag") == "is_backward":
             node.meta["custom"] = {**(node.meta.get("custom") or {}), "ipu.backward": True}
