@@ -120,6 +120,8 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
             self._model.eval()
         self._frozen = _freeze_tensor_attributes(self._model)
         self._compiled: _compiler.Compiled | None = None
+        # flat index -> value of the non-tensor inputs the program was compiled for
+        self._in_constants: dict[int, Any] = {}
         self._device: dict[str, np.ndarray] = {}
         self._uploaded: dict[str, tuple[int, int]] = {}
         self._attached = False
@@ -466,7 +468,7 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
             raise Error(f"the inputs' structure changed since compilation: expected "
                         f"{self._in_spec}, got {spec}", type="executor")
         micro, _ = self._split(flat)
-        for index, value in getattr(self, "_in_constants", {}).items():
+        for index, value in self._in_constants.items():
             if type(micro[index]) is not type(value) or micro[index] != value:
                 path = pytree.keystr(pytree.tree_flatten_with_path(
                     pytree.tree_unflatten(micro, spec))[0][index][0])

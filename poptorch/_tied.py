@@ -66,7 +66,8 @@ def sum_gradients(graph: torch.fx.Graph, grads: Sequence[torch.fx.Node],
     annotations (`meta["custom"]`: block, IPU, backward) and source location, so in a
     pipeline the sum is in the backward stage of the earliest block using the weight
     and the other stages' gradients are copied to it (`ipu.copy`), as for a weight
-    that one module uses twice (`_training._place_gradient_sums`)."""
+    that one module uses twice (autograd's own sum, which ipu-assign-stages places in
+    the block of its last computed operand)."""
     order = {node: index for index, node in enumerate(graph.nodes)}
     ordered = sorted(grads, key=order.__getitem__, reverse=True)  # computed last first
     total = ordered[0]

@@ -156,7 +156,6 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
                  if node not in erased]
     output = next(node for node in gm.graph.nodes if node.op == "output")
     kept = _merged_results(gm.graph, output, alias_of)
-    _place_gradient_sums(gm.graph, [value for value, (kind, _) in kept if kind == "grad"])
     output.args = (tuple(value for value, _ in kept),)
     gm.recompile()
     results = [result for _, result in kept]
@@ -188,36 +187,6 @@ def _merged_results(graph: torch.fx.Graph, output: torch.fx.Node,
         value = values[0] if len(values) == 1 else _tied.sum_gradients(graph, values, output)
         kept.append((value, (kind, name)))
     return kept
-
-
-_BLOCK_KEYS = ("ipu.block", "ipu.ipu_id")  # what places an op (ipu-assign-stages)
-
-
-def _place_gradient_sums(graph: torch.fx.Graph, grads: list[torch.fx.Node]) -> None:
-    """A weight used in several blocks gets its gradient as a sum of each use's, which
-    autograd (or `_tied.sum_gradients`) adds without a block. Each such sum runs in the
-    block of its operand computed last, the backward of the earliest block using the
-    weight, so in a pipeline it follows every operand (the other stages' gradients
-    reach it through `ipu.copy`)."""
-    order = {node: index for index, node in enumerate(graph.nodes)}
-
-    def place(node: torch.fx.Node) -> dict | None:
-        custom = node.meta.get("custom") or {}
-        if any(key in custom for key in _BLOCK_KEYS):
-            return custom
-        if node.target != torch.ops.aten.add.Tensor or not custom.get("ipu.backward"):
-            return None
-        placed = [(order[n], found) for n in node.all_input_nodes
-                  if (found := place(n)) is not None]
-        if not placed:
-            return None
-        block = {k: v for k, v in max(placed, key=lambda p: p[0])[1].items()
-                 if k in _BLOCK_KEYS}
-        node.meta["custom"] = {**custom, **block}
-        return node.meta["custom"]
-
-    for grad in grads:
-        place(grad)
 
 
 def _argument(desc, alias_of: dict[str, str]) -> _frontend.Argument:
