@@ -323,12 +323,14 @@ def _infer(case, model, reference, opts, batch) -> Result:
     return Result(compile_s, batch / ipu.getLatency()[0], error)
 
 
-def _train(case, model, reference, opts, batch, micro_batches, replicas) -> Result:
-    def sgd(m):
-        return torch.optim.SGD(m.parameters(), lr=case.lr, momentum=0.9)
+def _sgd(model: torch.nn.Module, lr: float) -> torch.optim.SGD:
+    """The zoo's optimizer, on the IPU and on the CPU alike."""
+    return torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
 
+
+def _train(case, model, reference, opts, batch, micro_batches, replicas) -> Result:
     model.train()
-    ipu = poptorch.trainingModel(model, opts, sgd(model))
+    ipu = poptorch.trainingModel(model, opts, _sgd(model, case.lr))
     batches = [case.inputs(batch) for _ in range(STEPS)]
     start = time.perf_counter()
     ipu.compile(*batches[0])
@@ -346,7 +348,7 @@ def _train(case, model, reference, opts, batch, micro_batches, replicas) -> Resu
     for (key, mine), theirs, best in zip(model.state_dict().items(),
                                          reference.state_dict().values(),
                                          exact.state_dict().values(), strict=True):
-        if replicas > 1 and not mine.is_floating_point() or "running" in key and replicas > 1:
+        if replicas > 1 and (not mine.is_floating_point() or "running" in key):
             continue  # each replica keeps its own statistics
         # a running mean is a small mean of large terms, as a batch-normalised CNN's first
         # weight gradients are sums of many cancelling terms: their errors relative to the
@@ -366,7 +368,7 @@ def _cpu_steps(model, batches, micro_batches: int, lr: float) -> torch.Tensor:
     step. In float64 when the model is. The last micro-batch's loss."""
     model.train()
     dtype = next(model.parameters()).dtype
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    optimizer = _sgd(model, lr)
     for inputs in batches:
         optimizer.zero_grad()
         chunks = [x.to(dtype) if x.is_floating_point() else x for x in inputs]
