@@ -15,9 +15,9 @@ from torch_mlir import ir
 
 from poptorch.dialects import stage_attr
 from poptorch.dialects.ipu import i64
+from poptorch.dialects.placement import NEUTRAL, producer
 
 from .registry import Option, Pass, register
-from .stages import NEUTRAL, producer
 
 
 def _block_of(op: ir.Operation) -> tuple[str, int | None] | None:

@@ -28,9 +28,10 @@ from torch_mlir import ir, rewrite
 from poptorch.dialects.ipu import make_bool
 from poptorch.dialects.reduction import ReduceOp
 from poptorch.dialects.structure import NopOp, PrintOp
+from poptorch.dialects.types import Unsupported
 
 from .conversion import BEFORE_BACKEND, OPERATORS
-from .conversion.common import Builder, Patterns, Unsupported, decline_key
+from .conversion.common import Builder, Patterns, decline_key
 from .import_annotations import annotate
 from .registry import Pass, register
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from poptorch.dialects.ipu import i64
+from poptorch.dialects.placement import functions, placement, producer
 
 from .registry import Pass, register
-from .stages import functions, placement, producer
 
 
 @register

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from poptorch.dialects.placement import functions, placement, producer
+
 from .registry import Pass, register
-from .stages import backward_ops, functions, placement, producer
+from .stages import backward_ops
 
 
 @register

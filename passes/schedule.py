@@ -28,9 +28,10 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from poptorch.dialects.ipu import i64
+from poptorch.dialects.placement import functions
 
 from .registry import Option, Pass, register
-from .stages import StageCall, functions, stage_calls
+from .stages import StageCall, stage_calls
 
 STRATEGIES = ("pipelined", "sharded", "phased")
 SCHEDULES = ("gpipe", "1f1b")

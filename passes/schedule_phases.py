@@ -26,9 +26,10 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from poptorch.dialects.ipu import i64
+from poptorch.dialects.placement import functions, producer, symbol
 
 from .registry import Option, Pass, register
-from .stages import StageCall, functions, producer, stage_calls, symbol
+from .stages import StageCall, stage_calls
 
 LIVENESS = ("always-live", "off-chip-after-fwd", "off-chip-after-fwd-no-overlap",
             "off-chip-after-each-phase")

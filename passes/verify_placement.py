@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from poptorch.dialects.placement import unplaced
+
 from .registry import Pass, register
-from .stages import unplaced
 
 
 @register

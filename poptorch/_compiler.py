@@ -19,8 +19,8 @@ import torch
 from torch_mlir import ir
 
 from poptorch.dialects import make_context
+from poptorch.dialects.placement import unplaced
 from poptorch.passes import build_pass_manager, parse_pipeline
-from poptorch.passes.stages import unplaced
 from poptorch.runtime.cost import CostMemo
 from poptorch.runtime.jit import Program, compile_module
 from poptorch.runtime.memory import MemoryEstimate

@@ -27,7 +27,7 @@ from typing import Any
 
 from torch_mlir import ir
 
-from poptorch.passes.stages import symbol_table
+from poptorch.dialects.placement import symbol_table
 from poptorch.runtime.cost import OpCost, op_cost
 from poptorch.runtime.machine import GC200, Machine, machine_for, value_bytes
 from poptorch.runtime.memory import ArgInfo, Location, Locations, MemoryEstimate, estimate

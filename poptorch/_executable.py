@@ -33,6 +33,7 @@ from torch.utils import _pytree as pytree
 from torch_mlir import ir
 
 from poptorch.dialects import make_context, torch_mlir_version
+from poptorch.dialects.types import element_type_of
 from poptorch.runtime.jit import compile_module
 
 from . import _compiler, _frontend, _training
@@ -260,8 +261,6 @@ def _entry_inputs(module: ir.Module) -> list[ir.Type]:
 
 
 def _element_type(dtype: torch.dtype) -> str:
-    from poptorch.passes.conversion.common import element_type_of
-
     if dtype == torch.bfloat16:
         return "bf16"
     return str(element_type_of(torch.empty(0, dtype=dtype).numpy().dtype))

@@ -23,8 +23,9 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from poptorch.dialects import make_context, replica_group
+from poptorch.dialects.placement import symbol_table
 from poptorch.dialects.structure import AllReduceOp
-from poptorch.passes.stages import symbol_table
+from poptorch.dialects.types import element_type_of
 from poptorch.runtime.jit import Program, compile_module
 
 from . import _device_model, _training
@@ -415,6 +416,4 @@ class _OptimizerLink:
 
 
 def _tensor_type(array: np.ndarray) -> ir.RankedTensorType:
-    from poptorch.passes.conversion.common import element_type_of
-
     return ir.RankedTensorType.get(list(array.shape), element_type_of(array.dtype))

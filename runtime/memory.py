@@ -63,8 +63,8 @@ from dataclasses import dataclass, field
 
 from torch_mlir import ir
 
+from poptorch.dialects.placement import int_attribute, placement, symbol, symbol_table
 from poptorch.errors import Error
-from poptorch.passes.stages import int_attribute, placement, symbol, symbol_table
 
 from .machine import Machine, spread, value_bytes
 

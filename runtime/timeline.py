@@ -56,8 +56,8 @@ from dataclasses import asdict, dataclass, field
 
 from torch_mlir import ir
 
+from poptorch.dialects.placement import int_attribute, placement, symbol_table
 from poptorch.errors import Error
-from poptorch.passes.stages import int_attribute, placement, symbol_table
 
 from .cost import OpCost, op_cost
 from .machine import GC200, Machine, value_bytes

@@ -17,65 +17,18 @@ consumer are both converted.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from torch_mlir import ir, rewrite
 
+from poptorch.dialects.creation import ConstantOp
+from poptorch.dialects.elementwise import CastOp
+from poptorch.dialects.types import Unsupported, builtin_type, numpy_dtype
+
 TO_BUILTIN = "torch_c.to_builtin_tensor"
 FROM_BUILTIN = "torch_c.from_builtin_tensor"
-
-# torch dtype spelling in !torch.vtensor -> builtin element type, numpy dtype
-_DTYPES = {
-    "f32": ("f32", np.float32),
-    "f16": ("f16", np.float16),
-    "bf16": ("bf16", None),
-    "f64": ("f64", np.float64),
-    "si64": ("i64", np.int64),
-    "si32": ("i32", np.int32),
-    "si16": ("i16", np.int16),
-    "si8": ("i8", np.int8),
-    "ui8": ("ui8", np.uint8),
-    "i1": ("i1", np.bool_),
-}
-_VTENSOR = re.compile(r"!torch\.vtensor<\[([^\]]*)\],(\w+)>")
-
-
-class Unsupported(Exception):
-    """Raised by a lowering that cannot convert this instance of its op."""
-
-
-def builtin_type(torch_type: ir.Type) -> ir.RankedTensorType:
-    """`!torch.vtensor<[2,?],f32>` as `tensor<2x?xf32>`."""
-    match = _VTENSOR.fullmatch(str(torch_type))
-    if not match:
-        raise Unsupported(f"expected a tensor with known rank and dtype, got {torch_type}")
-    dims, dtype = match.groups()
-    if dtype not in _DTYPES:
-        raise Unsupported(f"element type {dtype} is not supported on the IPU")
-    shape = [ir.ShapedType.get_dynamic_size() if d == "?" else int(d)
-             for d in dims.split(",") if d]
-    return ir.RankedTensorType.get(shape, ir.Type.parse(_DTYPES[dtype][0]))
-
-
-def numpy_dtype(element_type: ir.Type) -> np.dtype:
-    """The NumPy dtype of a builtin element type."""
-    name = str(element_type)
-    for builtin, np_type in _DTYPES.values():
-        if builtin == name and np_type is not None:
-            return np.dtype(np_type)
-    raise Unsupported(f"element type {name} has no NumPy equivalent")
-
-
-def element_type_of(dtype: Any) -> ir.Type:
-    """The builtin element type of a NumPy dtype."""
-    dtype = np.dtype(dtype)
-    for builtin, np_type in _DTYPES.values():
-        if np_type is not None and np.dtype(np_type) == dtype:
-            return ir.Type.parse(builtin)
-    raise Unsupported(f"dtype {dtype} is not supported on the IPU")
 
 
 class Builder:
@@ -105,8 +58,6 @@ class Builder:
     def constant(self, value: Any, element_type: ir.Type,
                  shape: Sequence[int] = ()) -> ir.Value:
         """An `ipu.constant` holding `value` (broadcast to `shape`) as `element_type`."""
-        from poptorch.dialects.creation import ConstantOp
-
         array = np.broadcast_to(np.asarray(value, dtype=numpy_dtype(element_type)), shape)
         tensor = ir.RankedTensorType.get(list(shape), element_type)
         attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=tensor)
@@ -114,8 +65,6 @@ class Builder:
 
     def cast(self, value: ir.Value, element_type: ir.Type) -> ir.Value:
         """`value` (builtin) converted to `element_type` (no op if it already has it)."""
-        from poptorch.dialects.elementwise import CastOp
-
         t = value.type
         if t.element_type == element_type:
             return value

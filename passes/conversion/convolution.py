@@ -44,8 +44,9 @@ from poptorch.dialects.data_movement import ReshapeOp
 from poptorch.dialects.elementwise import BINARY_OPS
 from poptorch.dialects.ipu import i64, make_bool
 from poptorch.dialects.linear import MatMulOp
+from poptorch.dialects.types import Unsupported, builtin_type
 
-from .common import Builder, Lowering, Patterns, Unsupported, builtin_type
+from .common import Builder, Lowering, Patterns
 from .elementwise import operand
 
 

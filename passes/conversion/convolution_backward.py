@@ -37,8 +37,9 @@ from poptorch.dialects.convolution_backward import (
     MaxPoolGradOp,
 )
 from poptorch.dialects.ipu import i64, make_bool
+from poptorch.dialects.types import Unsupported, builtin_type
 
-from .common import Builder, Lowering, Patterns, Unsupported, builtin_type
+from .common import Builder, Lowering, Patterns
 from .convolution import array, map_dim, per_dim
 from .elementwise import operand
 from .reduction import reduce

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 from torch_mlir import ir
 
-from .common import Builder, Patterns, Unsupported, numpy_dtype
+from poptorch.dialects.types import Unsupported, numpy_dtype
+
+from .common import Builder, Patterns
 
 
 def literal(op: ir.OpView, b: Builder) -> ir.Value:

@@ -9,8 +9,9 @@ from torch_mlir import ir
 
 from poptorch.dialects.data_movement import BroadcastOp, ConcatOp, PermuteOp, ReshapeOp, SliceOp
 from poptorch.dialects.ipu import i64
+from poptorch.dialects.types import Unsupported
 
-from .common import Builder, Patterns, Unsupported
+from .common import Builder, Patterns
 
 
 def to_result_type(op_class: type, op: ir.OpView, b: Builder) -> ir.Value:

@@ -18,8 +18,9 @@ from functools import partial
 from torch_mlir import ir
 
 from poptorch.dialects.elementwise import BINARY_OPS, COMPARE_OPS, UNARY_OPS, SelectOp
+from poptorch.dialects.types import Unsupported
 
-from .common import Builder, Lowering, Patterns, Unsupported
+from .common import Builder, Lowering, Patterns
 
 UNARY_ATEN = {
     "neg": "neg", "abs": "abs", "exp": "exp", "exp2": "exp2", "expm1": "expm1", "log": "log",

@@ -49,8 +49,9 @@ from poptorch.dialects.indexing import (
 )
 from poptorch.dialects.ipu import i64, make_bool
 from poptorch.dialects.reduction import ReduceOp
+from poptorch.dialects.types import Unsupported, builtin_type
 
-from .common import FROM_BUILTIN, Builder, Lowering, Patterns, Unsupported, builtin_type
+from .common import FROM_BUILTIN, Builder, Lowering, Patterns
 
 BAG_MODES = ("sum", "mean", "max")  # aten.embedding_bag's integer mode
 # scatter_reduce.two's reduce -> ipu.scatter's reduction; scatter.reduce's spelling too

@@ -7,8 +7,9 @@ from torch_mlir import ir
 from poptorch.dialects.data_movement import PermuteOp
 from poptorch.dialects.elementwise import BINARY_OPS
 from poptorch.dialects.linear import MatMulOp
+from poptorch.dialects.types import Unsupported
 
-from .common import Builder, Patterns, Unsupported
+from .common import Builder, Patterns
 from .elementwise import operand
 
 

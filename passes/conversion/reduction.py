@@ -33,8 +33,9 @@ from poptorch.dialects.reduction import (
     ReduceOp,
     reduced_shape,
 )
+from poptorch.dialects.types import Unsupported, builtin_type
 
-from .common import Builder, Lowering, Patterns, Unsupported, builtin_type
+from .common import Builder, Lowering, Patterns
 
 # aten op -> (ipu.reduce kind, operand index of its dims, of its keepdim); None: absent
 # (no dims operand: all dims; no keepdim operand: false)

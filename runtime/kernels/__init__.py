@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from torch_mlir import ir
 
+from poptorch.dialects.types import numpy_dtype
+
 
 @dataclass(frozen=True)
 class Kernel:
@@ -69,8 +71,6 @@ def python_value(attr: ir.Attribute) -> Any:
 
 def dense_array(attr: ir.DenseElementsAttr) -> np.ndarray:
     """The NumPy array of a dense elements attribute (splats expanded)."""
-    from poptorch.passes.conversion.common import numpy_dtype
-
     t = attr.type
     dtype = numpy_dtype(t.element_type)
     if attr.is_splat:

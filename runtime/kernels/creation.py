@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from poptorch.dialects.types import numpy_dtype
+
 from . import kernel
 
 
@@ -13,8 +15,6 @@ def constant(value):
 
 
 def _iota_static(op):
-    from poptorch.passes.conversion.common import numpy_dtype
-
     t = op.output.type
     return {"dim": op.attributes["dim"].value, "shape": tuple(t.shape),
             "dtype": numpy_dtype(t.element_type)}
@@ -28,8 +28,6 @@ def iota(dim, shape, dtype):
 
 
 def _uniform_static(op):
-    from poptorch.passes.conversion.common import numpy_dtype
-
     t = op.output.type
     return {"low": op.attributes["low"].value, "high": op.attributes["high"].value,
             "shape": tuple(t.shape), "dtype": numpy_dtype(t.element_type)}

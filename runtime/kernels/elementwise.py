@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from poptorch.dialects.types import numpy_dtype
+
 from . import align, broadcast_ranks, kernel, reusable
 
 # erf(x) ~ x P(x^2) / Q(x^2) on [-4, 4] (clamped outside, where float32 erf is +-1): the
@@ -245,8 +247,6 @@ def select(condition, lhs, rhs, ranks=None, out_rank=None, out=None):
 
 
 def _cast_static(op):
-    from poptorch.passes.conversion.common import numpy_dtype
-
     return {"dtype": numpy_dtype(op.output.type.element_type)}
 
 

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from torch_mlir import ir
 
+from poptorch.dialects.types import numpy_dtype
+
 from . import attributes, kernel, leading
 
 
@@ -145,8 +147,6 @@ def scatter(input, index, src, dim, reduction, include_self, ranks):
 
 
 def _sort_static(op: ir.OpView) -> dict[str, Any]:
-    from poptorch.passes.conversion.common import numpy_dtype
-
     return {**_static(op), "dtype": numpy_dtype(op.indices.type.element_type)}
 
 

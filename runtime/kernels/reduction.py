@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from torch_mlir import ir
 
+from poptorch.dialects.types import numpy_dtype
+
 from . import kernel
 
 
@@ -55,8 +57,6 @@ def reduce(x: np.ndarray, kind: str, axes: tuple[int, ...], keepdim: bool) -> np
 
 
 def _arg_static(op: ir.OpView) -> dict[str, Any]:
-    from poptorch.passes.conversion.common import numpy_dtype
-
     return {"axis": op.attributes["dim"].value - op.input.type.rank,
             "keepdim": op.attributes["keepdim"].value,
             "dtype": numpy_dtype(op.output.type.element_type)}
