@@ -1,7 +1,7 @@
 """ipu-narrow-f64: the IPU has no 64-bit floats, so f64 computation becomes f32.
 
 User inputs, weights and outputs of 64-bit types are narrowed on the host before the
-capture (`poptorch._frontend.NARROWED`), as PopTorch does; f64 values left in the module
+capture (`poptorch._frontend.capture.NARROWED`), as PopTorch does; f64 values left in the module
 come from torch's decompositions, which upcast on their own (`var`, and so LayerNorm's
 variance, sums its squares in f64). This pass gives every f64 tensor, function argument
 and result the f32 type of the same shape, converts f64 `ipu.constant` values, and

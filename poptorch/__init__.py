@@ -10,43 +10,43 @@ need the compiler, such as `ipu-opt`, start without importing torch.
 
 import importlib
 
-from .errors import Error, RecoverableError, UnrecoverableError
+from poptorch.errors import Error, RecoverableError, UnrecoverableError
 
 __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY = {
-    "inferenceModel": "._api",
-    "trainingModel": "._api",
-    "PoplarExecutor": "._executor",
-    "isRunningOnIpu": "._frontend",
-    "Options": ".options",
-    "TensorLocationSettings": ".options",
-    "DataLoader": ".data",
-    **{name: ".enums" for name in (
+    "inferenceModel": "poptorch._api",
+    "trainingModel": "poptorch._api",
+    "PoplarExecutor": "poptorch._executor.executor",
+    "isRunningOnIpu": "poptorch._frontend.capture",
+    "Options": "poptorch.options",
+    "TensorLocationSettings": "poptorch.options",
+    "DataLoader": "poptorch.data",
+    **{name: "poptorch.enums" for name in (
         "OutputMode", "CommGroupType", "DataLoaderMode", "VariableRetrievalMode",
         "SharingStrategy", "ConnectionType", "SyncPattern", "ReductionType",
         "MeanReductionStrategy", "HalfFloatCastingBehavior", "OverlapMode",
         "MatMulSerializationMode", "Liveness", "AutoStage", "MultiConvPlanType",
         "PipelineSchedule")},
-    **{name: "._strategies" for name in (
+    **{name: "poptorch.options.strategies" for name in (
         "Stage", "Phase", "PipelinedExecution", "ShardedExecution", "SerialPhasedExecution",
         "ParallelPhasedExecution")},
-    "Block": "._annotations",
-    "BeginBlock": "._annotations",
-    "placeLayers": "._annotations",
-    "BlockFunction": "._annotations",
-    "removeBlocks": "._annotations",
-    "NameScope": "._annotations",
-    "nop": ".ops",
-    "identity_loss": ".ops",
-    "ipu_print_tensor": ".ops",
-    "recomputationCheckpoint": ".ops",
-    "set_available_memory": ".ops",
-    "ipuHardwareIsAvailable": "._hardware",
-    "ipuHardwareVersion": "._hardware",
-    "setLogLevel": "._logging",
-    "load": "._persistence",
+    "Block": "poptorch._frontend.annotations",
+    "BeginBlock": "poptorch._frontend.annotations",
+    "placeLayers": "poptorch._frontend.annotations",
+    "BlockFunction": "poptorch._frontend.annotations",
+    "removeBlocks": "poptorch._frontend.annotations",
+    "NameScope": "poptorch._frontend.annotations",
+    "nop": "poptorch.ops",
+    "identity_loss": "poptorch.ops",
+    "ipu_print_tensor": "poptorch.ops",
+    "recomputationCheckpoint": "poptorch.ops",
+    "set_available_memory": "poptorch.ops",
+    "ipuHardwareIsAvailable": "poptorch._executor.hardware",
+    "ipuHardwareVersion": "poptorch._executor.hardware",
+    "setLogLevel": "poptorch._logging",
+    "load": "poptorch._executor.persistence",
 }
 
 
@@ -56,7 +56,7 @@ _SUBMODULES = ("enums", "options", "ops", "data", "optim", "profiling")
 
 def __getattr__(name: str):
     if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
     elif name in _SUBMODULES:
         value = importlib.import_module(f".{name}", __name__)
     else:

@@ -2,8 +2,8 @@
 
 import torch
 
-from ._executor import PoplarExecutor
-from .options import Options
+from poptorch._executor.executor import PoplarExecutor
+from poptorch.options import Options
 
 
 def inferenceModel(model: torch.nn.Module, options: Options | None = None  # noqa: N802
@@ -24,7 +24,7 @@ def trainingModel(model: torch.nn.Module, options: Options | None = None,  # noq
     """Wrap `model` for training on the IPU (spec 4.2.1): each call runs forward, loss,
     backward and the optimizer step. The default optimizer is SGD(lr=0.01); the default
     output mode returns the final batch's outputs."""
-    from ._training_executor import TrainingExecutor
+    from poptorch._executor.training import TrainingExecutor
 
     if isinstance(model, PoplarExecutor):
         model = model._user_model

@@ -31,7 +31,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from .errors import Error
+from poptorch.errors import Error
 
 TRACE_ALL = 1
 TRACE = 5

@@ -16,9 +16,9 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset, IterableDataset, Sampler
 
-from .enums import DataLoaderMode
-from .errors import Error
-from .options import Options
+from poptorch.enums import DataLoaderMode
+from poptorch.errors import Error
+from poptorch.options import Options
 
 __all__ = ["DataLoader", "DataLoaderMode"]
 

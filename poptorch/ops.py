@@ -86,9 +86,9 @@ def set_available_memory(tensor: torch.Tensor,
     (spec 4.6.9); on the output of any other op it is an identity. Returns `tensor`.
 
     Less temporary memory makes the machine model's plan of the op serialise its
-    exchange into more steps (more cycles, see `poptorch.runtime.cost`).
+    exchange into more steps (more cycles, see `poptorch.runtime.machine.cost`).
     """
-    from .errors import Error
+    from poptorch.errors import Error
 
     value = available_memory_proportion
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
@@ -135,7 +135,7 @@ _identity_loss.register_autograd(_identity_loss_backward, setup_context=_identit
 def identity_loss(x: torch.Tensor, reduction: str) -> torch.Tensor:
     """Mark `x` as the loss (spec 4.6.3): backpropagate a gradient of ones through it,
     after reducing it with `reduction` ("sum", "mean" or "none")."""
-    from .errors import Error
+    from poptorch.errors import Error
 
     if reduction not in _REDUCTIONS:
         raise Error(f"identity_loss reduction must be one of {', '.join(_REDUCTIONS)}, "

@@ -7,7 +7,7 @@ Attributes that must be equal in every param group (`loss_scaling`, `max_grad_no
 `velocity_scaling` lives in each param group. `variable_attrs` records which numeric
 attributes are variable (changeable by `setOptimizer` without recompiling): those passed
 to the constructor, unless marked otherwise. On the IPU the optimizer runs as the ipu ops
-`poptorch._optimizer_program` emits; the CPU `step()` ignores loss scaling and gradient
+`poptorch._compiler.optimizer_program` emits; the CPU `step()` ignores loss scaling and gradient
 clipping, which only act on the device.
 
 A training executor holding the optimizer's state on the device sets `_ipu_link` to an
@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from .errors import Error
+from poptorch.errors import Error
 
 ACCUM_TYPES = (torch.float16, torch.float32)
 _FLOAT32 = torch.float32

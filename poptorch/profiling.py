@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from .errors import Error
+from poptorch.errors import Error
 
 __all__ = ["Channel", "profile_settings"]
 

@@ -1,6 +1,7 @@
-"""The NumPy model of a multi-IPU machine (installed as `poptorch.runtime`).
+"""The runtime (installed as `poptorch.runtime`): two parts that never import each other.
 
-`jit` turns a final ipu-dialect module into readable Python source that calls one
-NumPy kernel per op (`kernels`, one registry filled per op family); replicas run as a
-leading array axis. The cost and memory model join here with the machine-model issue.
+- `jit/`: a final ipu-dialect module turned into readable Python source that calls one
+  NumPy kernel per op, replicas as a leading array axis (`jit/kernels/`, `jit/codegen/`).
+- `machine/`: the machine model, charging cycles, memory and transfers on a simulated
+  multi-IPU system.
 """

@@ -18,8 +18,7 @@ from collections.abc import Iterator
 from torch_mlir import ir
 
 from poptorch.passes import DiagnosticWarning
-
-from .verify_diagnostics import Diagnostic
+from poptorch.tools.verify_diagnostics import Diagnostic
 
 _SEVERITIES = {
     ir.DiagnosticSeverity.ERROR: "error",

@@ -34,9 +34,8 @@ from poptorch.passes import (
     parse_pipeline,
 )
 from poptorch.passes.pipeline import add_textual
-
-from .diagnostics import Collector, relocate_module
-from .verify_diagnostics import format_diagnostic, verify
+from poptorch.tools.diagnostics import Collector, relocate_module
+from poptorch.tools.verify_diagnostics import format_diagnostic, verify
 
 SPLIT_MARKER = "// -----"
 PROG = "ipu-opt"

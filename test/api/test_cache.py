@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import poptorch
-from poptorch import _executable, _frontend
+from poptorch._compiler import executable_file
+from poptorch._frontend import capture
 from poptorch.dialects import make_context
 
 SCALE = 2.0
@@ -47,10 +48,10 @@ def test_second_compile_hits_and_skips_capture(tmp_path, monkeypatch, capsys):
     assert len(_entries(tmp_path)) == 1
     capsys.readouterr()
 
-    def capture(*args, **kwargs):
+    def no_capture(*args, **kwargs):
         raise AssertionError("captured although the cache should hit")
 
-    monkeypatch.setattr(_frontend, "capture", capture)
+    monkeypatch.setattr(capture, "capture", no_capture)
     torch.manual_seed(0)
     second = poptorch.inferenceModel(Net(), _opts(tmp_path, logCycleCount=True))
     torch.testing.assert_close(second(x), expected, rtol=0, atol=0)
@@ -185,7 +186,7 @@ def test_corrupt_entry_is_recompiled_and_replaced(tmp_path, capsys):
     assert f"executable cache entry {path} is unusable" in log
     assert "compiling the model again" in log
     assert path.read_bytes() == data  # replaced by a complete entry
-    _executable.read(str(path), ("cache entry",))
+    executable_file.read(str(path), ("cache entry",))
 
 
 def test_environment_variable_enables_the_cache(tmp_path, monkeypatch):
@@ -233,7 +234,7 @@ def test_two_processes_compiling_into_one_cache(tmp_path):
     entries = sorted(os.listdir(cache), key=lambda name: name.endswith(".popexe"))
     assert len(entries) == 2, entries  # no temporary file left behind
     assert entries[0].startswith("ipu-dialect-") and entries[0].endswith(".irdl.mlir")
-    _executable.read(str(cache / entries[1]), ("cache entry",))
+    executable_file.read(str(cache / entries[1]), ("cache entry",))
 
 
 def test_a_new_process_loads_the_dialect_from_the_cache_directory(tmp_path, monkeypatch,
@@ -260,7 +261,7 @@ def test_a_new_process_loads_the_dialect_from_the_cache_directory(tmp_path, monk
         if damage:
             irdl.write_text(kept.replace("irdl.operation", "irdl.operation_", 1))
         monkeypatch.setattr(Ipu, "_irdl", None)  # as in a new process
-        monkeypatch.setattr(_executable, "_CONTEXT", [])
+        monkeypatch.setattr(executable_file, "_CONTEXT", [])
         capsys.readouterr()
         out = poptorch.inferenceModel(model, _opts(tmp_path))(x)
         assert "executable cache hit" in capsys.readouterr().out

@@ -12,7 +12,7 @@ from numerics import check
 from torch import nn
 
 import poptorch
-from poptorch.runtime.kernels.convolution import conv, conv_transpose
+from poptorch.runtime.jit.kernels.convolution import conv, conv_transpose
 
 
 class Branches(nn.Module):

@@ -15,8 +15,15 @@ from torch_mlir import ir
 
 import poptorch
 from poptorch.dialects import make_context
-from poptorch.runtime.cost import op_cost, op_cycles
-from poptorch.runtime.machine import GC2, GC200, GC200_FP8, IPUS_IN_SYSTEM, Machine, machine_for
+from poptorch.runtime.machine.cost import op_cost, op_cycles
+from poptorch.runtime.machine.system import (
+    GC2,
+    GC200,
+    GC200_FP8,
+    IPUS_IN_SYSTEM,
+    Machine,
+    machine_for,
+)
 
 M = GC200
 TILES, WORKERS, SYNC = M.tilesPerIPU, M.numWorkerContexts, M.globalSyncCycles
@@ -298,8 +305,8 @@ def test_set_available_memory_checks_its_proportion(bad):
 def test_cost_memo_plans_each_op_once_per_setting(monkeypatch):
     """The timeline and the memory estimate of a compiled model share one `CostMemo`:
     each op is planned once per (machine, proportion, io_tiles), with op_cost's plan."""
-    from poptorch.runtime import cost
-    from poptorch.runtime.timeline import simulate
+    from poptorch.runtime.machine import cost
+    from poptorch.runtime.machine.timeline import simulate
 
     ops = [op for op in compiled_ops(torch.nn.Sequential(torch.nn.Linear(8, 16),
                                                          torch.nn.GELU()),

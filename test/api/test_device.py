@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import poptorch
-from poptorch import _device
-from poptorch._training_executor import _TRAINERS
-from poptorch.runtime.machine import DEVICE_COUNT, device_ipus, devices_of_size
+from poptorch._executor import device
+from poptorch._executor.training import _TRAINERS
+from poptorch.runtime.machine.system import DEVICE_COUNT, device_ipus, devices_of_size
 
 
 class Add(torch.nn.Module):
@@ -109,7 +109,7 @@ def test_no_device_has_the_ipus_needed():
 
 
 def in_use(device_id, holder="inference"):
-    text = _device.describe(device_id)
+    text = device.describe(device_id)
     return (f"useIpuId({device_id}): {text} is in use by the {holder} model on {text}; detach "
             "or destroy that model (detachFromDevice() or destroy()), use another device of "
             "1 IPU (0..63), or set POPTORCH_WAIT_FOR_IPU=1 to wait until it is free")
@@ -177,8 +177,8 @@ def test_wait_for_ipu(monkeypatch, capsys, holding, waiting, log):
     rows = holding.get("replicationFactor", 1) * 2
     holder(torch.ones(rows, 2), torch.ones(rows, 2))
     monkeypatch.setenv("POPTORCH_WAIT_FOR_IPU", "1")
-    spy = SpyLogger(_device.logger)
-    monkeypatch.setattr(_device, "logger", spy)
+    spy = SpyLogger(device.logger)
+    monkeypatch.setattr(device, "logger", spy)
     waiter = wrap(**waiting)
     released = threading.Event()
 

@@ -11,7 +11,7 @@ import torch
 
 import poptorch
 from poptorch import _logging
-from poptorch.runtime.machine import GC2, GC200
+from poptorch.runtime.machine.system import GC2, GC200
 
 
 class TwoInputs(torch.nn.Module):

@@ -91,7 +91,7 @@ def test_casts():
 def test_composite_kernels_in_blocks_are_the_same_numbers(name, monkeypatch):
     """GELU and erf run block by block on large operands (to keep their temporaries in
     cache): the same bits as one pass over the whole operand, for any layout."""
-    from poptorch.runtime.kernels import elementwise
+    from poptorch.runtime.jit.kernels import elementwise
 
     fn = getattr(elementwise, name)
     x = np.random.default_rng(0).standard_normal((3, 700, 130), dtype=np.float32) * 3

@@ -12,7 +12,7 @@ import torch
 from test_training import ExampleModelWithLoss  # spec listings 4.3 and 4.27
 
 import poptorch
-from poptorch import _executable
+from poptorch._compiler import executable_file
 
 
 def _quiet(opts=None):
@@ -273,7 +273,7 @@ def _reseal(data: bytes) -> bytes:
 
 
 def _rewrite_header(data: bytes, **changes) -> bytes:
-    start = len(_executable.MAGIC)
+    start = len(executable_file.MAGIC)
     (length,) = struct.unpack_from("<I", data, start)
     header = json.loads(data[start + 4:start + 4 + length])
     header.update(changes)
@@ -316,7 +316,7 @@ def test_missing_file(tmp_path):
 
 def test_the_model_unpickler_runs_nothing_but_modules(tmp_path, inputs):
     path, _ = _inference_file(tmp_path, inputs)
-    _, sections = _executable.read(str(path), ("executable",))
+    _, sections = executable_file.read(str(path), ("executable",))
     marker = tmp_path / "pwned"
 
     class Payload:
@@ -325,7 +325,7 @@ def test_the_model_unpickler_runs_nothing_but_modules(tmp_path, inputs):
 
     sections["model"] = pickle.dumps((Payload(), None))
     crafted = tmp_path / "crafted.poptorch"
-    _executable.write(str(crafted), "executable", sections)
+    executable_file.write(str(crafted), "executable", sections)
     with pytest.raises(poptorch.Error, match=r"the model refers to posix.system, which "
                                              r"poptorch.load does not restore"):
         poptorch.load(str(crafted))
@@ -338,13 +338,13 @@ def test_the_model_unpickler_runs_nothing_but_modules(tmp_path, inputs):
 
 def test_program_reading_a_weight_the_model_lacks_is_refused(tmp_path, inputs):
     path, _ = _inference_file(tmp_path, inputs)
-    _, sections = _executable.read(str(path), ("executable",))
+    _, sections = executable_file.read(str(path), ("executable",))
     program = json.loads(sections["program"])
     program["arguments"] = [[k, "fc.other" if n == "fc.bias" else n, p]
                             for k, n, p in program["arguments"]]
     sections["program"] = json.dumps(program).encode()
     crafted = tmp_path / "crafted.poptorch"
-    _executable.write(str(crafted), "executable", sections)
+    executable_file.write(str(crafted), "executable", sections)
     with pytest.raises(poptorch.Error, match="is corrupt or for another model: its program "
                                              "reads the parameter fc.other, which the wrapped "
                                              "ExampleModelWithLoss or the file's weights do "
@@ -360,10 +360,10 @@ def test_rng_state_cannot_be_set_before_compiling():
 
 def test_model_pickle_with_an_impossible_memo_index_is_refused(tmp_path, inputs):
     path, _ = _inference_file(tmp_path, inputs)
-    _, sections = _executable.read(str(path), ("executable",))
+    _, sections = executable_file.read(str(path), ("executable",))
     sections["model"] = b"\x80\x04r\xff\xff\xff\x7f."  # LONG_BINPUT 2**31 - 1, STOP
     crafted = tmp_path / "crafted.poptorch"
-    _executable.write(str(crafted), "executable", sections)
+    executable_file.write(str(crafted), "executable", sections)
     with pytest.raises(poptorch.Error, match="the model object's pickle refers to memo entry "
                                              "2147483647 of a stream of 3 operations"):
         poptorch.load(str(crafted))

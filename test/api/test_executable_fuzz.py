@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import poptorch
-from poptorch import _executable
+from poptorch._compiler import executable_file
 
 # POPTORCH_FUZZ_SCALE=10 runs ten times as many examples (outside CI)
 SCALE = int(os.environ.get("POPTORCH_FUZZ_SCALE", "1"))
@@ -41,7 +41,7 @@ def valid(tmp_path_factory):
     opts = poptorch.Options().showCompilationProgressBar(False)
     poptorch.inferenceModel(model, opts).compileAndExport(str(path), torch.randn(2, 4))
     data = path.read_bytes()
-    _, sections = _executable.parse(data, str(path), ("executable",))
+    _, sections = executable_file.parse(data, str(path), ("executable",))
     return data, sections, model
 
 
@@ -54,12 +54,12 @@ PAYLOADS = [
 
 
 def _seal(sections: dict[str, bytes], header_changes: dict | None = None) -> bytes:
-    header = {"format": _executable.FORMAT_VERSION, **_executable.versions(),
+    header = {"format": executable_file.FORMAT_VERSION, **executable_file.versions(),
               "kind": "executable",
               "sections": [[name, len(data)] for name, data in sections.items()],
               **(header_changes or {})}
     text = json.dumps(header).encode()
-    body = _executable.MAGIC + struct.pack("<I", len(text)) + text + b"".join(
+    body = executable_file.MAGIC + struct.pack("<I", len(text)) + text + b"".join(
         sections.values())
     return body + hashlib.sha256(body).digest()
 
@@ -119,7 +119,7 @@ def test_fuzz_raw_corruptions_are_refused(valid):
         if corrupted == data:
             return
         with pytest.raises(poptorch.Error) as info:
-            _executable.parse(corrupted, "fuzzed.poptorch", ("executable",))
+            executable_file.parse(corrupted, "fuzzed.poptorch", ("executable",))
         assert info.value.type == "executable"
 
     run()

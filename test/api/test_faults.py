@@ -1,5 +1,5 @@
-"""Fault injection (poptorch.runtime.faults) and what a failed call leaves behind (spec 4.3):
-nothing is lost after a RecoverableError, detach + attach + rerun; an UnrecoverableError
+"""Fault injection (poptorch.runtime.machine.faults) and what a failed call leaves behind
+(spec 4.3): nothing is lost after a RecoverableError, detach + attach + rerun; an UnrecoverableError
 stops the model but its last weights can still be read."""
 
 import copy
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import poptorch
-from poptorch.runtime import faults
+from poptorch.runtime.machine import faults
 
 
 @pytest.fixture(autouse=True)
@@ -94,7 +94,8 @@ def test_without_the_restore_the_rerun_differs(monkeypatch):
     """The acceptance test can fail: if a failed call kept its partial updates, the rerun
     would give other weights."""
     weights, _, _ = train(torch.optim.SGD, {"lr": 0.05, "momentum": 0.9})
-    monkeypatch.setattr(poptorch._device.DeviceAttachment, "_restore", lambda self, saved: None)
+    monkeypatch.setattr(poptorch._executor.device.DeviceAttachment, "_restore",
+                        lambda self, saved: None)
     broken, _, _ = train(torch.optim.SGD, {"lr": 0.05, "momentum": 0.9}, ("IPU_RESET", 3))
     assert not torch.equal(broken["fc1.weight"], weights["fc1.weight"])
 
@@ -193,7 +194,7 @@ def test_listing_4_6_recoverable(kind, branch):
     assert taken == branch and type(e) is poptorch.RecoverableError
     assert e.recovery_action == kind and e.type == "fault_injection" and e.location == "IPU 5"
     assert e.message == (
-        f"{where(kind, 5)} (poptorch.runtime.faults); the call did not complete and the "
+        f"{where(kind, 5)} (poptorch.runtime.machine.faults); the call did not complete and the "
         "device state is as it was before it: detach and reattach the model "
         "(detachFromDevice(); attachToDevice()), then run the call again")
     assert str(e) == f"IPU 5: {e.message}"
@@ -214,7 +215,7 @@ def test_listing_4_6_unrecoverable():
     assert taken == "shutdown_system" and type(e) is poptorch.UnrecoverableError
     assert (e.type, e.location) == ("fault_injection", "IPU 6")
     assert e.message == (
-        f"{where('unrecoverable', 6)} (poptorch.runtime.faults); take the machine out of "
+        f"{where('unrecoverable', 6)} (poptorch.runtime.machine.faults); take the machine out of "
         "operation for analysis and repair; the weights of the last completed call can "
         "still be copied to the host (copyWeightsToHost())")
     assert faults.armed() is None  # spent

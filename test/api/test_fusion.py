@@ -14,8 +14,8 @@ from torch_mlir import ir
 
 import poptorch
 from poptorch.dialects import make_context
-from poptorch.runtime import fusion
-from poptorch.runtime.jit import compile_module
+from poptorch.runtime.jit.codegen import fusion
+from poptorch.runtime.jit.program import compile_module
 
 N = 64 * 128  # at least FUSE_MIN_ELEMENTS
 T = "tensor<64x128xf32>"
@@ -704,7 +704,7 @@ def test_a_warm_compile_takes_its_groups_and_kernels_from_the_index(tmp_path, mo
     index, = tmp_path.glob("kernels-*.json")
     expected = cold.run(*args)
 
-    import poptorch.runtime.jit as jit
+    import poptorch.runtime.jit.program as jit
 
     def forbidden(*args, **kwargs):
         raise AssertionError("found again")

@@ -13,9 +13,9 @@ import pytest
 from torch_mlir import ir
 
 from poptorch.dialects import make_context
-from poptorch.runtime import heap
-from poptorch.runtime.jit import compile_module
-from poptorch.runtime.kernels import REUSE_BYTES
+from poptorch.runtime.jit import heap
+from poptorch.runtime.jit.kernels import REUSE_BYTES
+from poptorch.runtime.jit.program import compile_module
 
 T = "tensor<64x512xf32>"
 CHAIN = f"""
@@ -96,8 +96,8 @@ def test_freed_memory_is_kept_unless_turned_off(setting, tuned):
     env = {k: v for k, v in os.environ.items() if k != heap.VARIABLE}
     if setting is not None:
         env[heap.VARIABLE] = setting
-    code = ("from poptorch.runtime import heap; from poptorch.dialects import make_context\n"
-            "from poptorch.runtime.jit import compile_module\n"
+    code = ("from poptorch.runtime.jit import heap; from poptorch.dialects import make_context\n"
+            "from poptorch.runtime.jit.program import compile_module\n"
             "from torch_mlir import ir\n"
             "with make_context(), ir.Location.unknown():\n"
             "    compile_module(ir.Module.parse('func.func @main() { return }'))\n"
@@ -145,7 +145,7 @@ def test_select_is_where_bit_for_bit(size, dtype):
     """The select kernel, branchless on large operands, gives np.where's bits: NaN, inf and
     -0.0 included, with a zero (or -0.0) side, a scalar side, and into either side's
     array."""
-    from poptorch.runtime.kernels.elementwise import select
+    from poptorch.runtime.jit.kernels.elementwise import select
 
     rng = np.random.default_rng(0)
     c = rng.random(size) > 0.5
@@ -309,7 +309,7 @@ def test_summed_results_of_other_replica_counts_are_refused(summing):
     g, h = rng.standard_normal((2, 2, 5, 3), dtype=np.float32)
     with pytest.raises(ValueError, match="operands of 2 and 2 replicas where 3 were compiled"):
         summing.run(x, g, h, np.zeros(3, np.float32))
-    from poptorch.runtime.kernels.structure import replica_sum
+    from poptorch.runtime.jit.kernels.structure import replica_sum
 
     with pytest.raises(ValueError, match="a result has 2 replicas where 3 were compiled"):
         replica_sum(g, reduction="sum", rank=2, replicas=3)

@@ -19,8 +19,8 @@ from torch_mlir import ir
 import poptorch
 from poptorch.dialects import make_context
 from poptorch.errors import Error
-from poptorch.runtime.machine import GC200, Machine
-from poptorch.runtime.memory import ArgInfo, Location, Locations, estimate, liveness
+from poptorch.runtime.machine.memory import ArgInfo, Location, Locations, estimate, liveness
+from poptorch.runtime.machine.system import GC200, Machine
 
 F32 = 4
 AVAILABLE = 1472 * 624 * 1024  # GC200 compute tiles x memoryBytesPerTile
@@ -393,7 +393,7 @@ def test_value_names_are_mlir_printers():
     """The memory estimate names values as MLIR's printer does in a function's local
     scope (counted, since an AsmState verifies every op first): arguments, single
     results, an op's several results (`%n#i`), and ops without results skipped."""
-    from poptorch.runtime.memory import _local_names
+    from poptorch.runtime.machine.memory import _local_names
 
     text = """
     func.func @main(%x: tensor<1x2x4x4xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {

@@ -15,11 +15,11 @@ from torch_mlir import ir
 
 import poptorch
 import poptorch.dialects.optimizer  # noqa: F401 - registers the ops before make_context
-import poptorch.runtime.kernels.optimizer  # noqa: F401 - registers the kernels
+import poptorch.runtime.jit.kernels.optimizer  # noqa: F401 - registers the kernels
 from poptorch import optim
-from poptorch._optimizer_program import GLOBAL, describe
+from poptorch._compiler.optimizer_program import GLOBAL, describe
 from poptorch.dialects import make_context
-from poptorch.runtime.jit import compile_module
+from poptorch.runtime.jit.program import compile_module
 
 SHAPES = ((3, 4), (5,), ())
 

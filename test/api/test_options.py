@@ -4,7 +4,6 @@ test_options_file.py; JSON, freezing and str: test_options_json.py)."""
 import pytest
 import torch
 
-from poptorch._strategies import PipelinedExecution
 from poptorch.enums import (
     CommGroupType,
     ConnectionType,
@@ -16,6 +15,7 @@ from poptorch.enums import (
 )
 from poptorch.errors import Error
 from poptorch.options import Options, TensorLocationSettings
+from poptorch.options.strategies import PipelinedExecution
 
 ENV_VARS = ("POPTORCH_IPU_MODEL", "POPTORCH_CACHE_DIR", "POPTORCH_DUMP_IR",
             "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")

@@ -4,10 +4,10 @@ never evaluated; every bad line is a poptorch.Error located at `path:line`."""
 import pytest
 import torch
 
-from poptorch._options_file import MAX_FILE_BYTES
 from poptorch.enums import CommGroupType, ConnectionType, OutputMode
 from poptorch.errors import Error
 from poptorch.options import Options
+from poptorch.options.config_file import MAX_FILE_BYTES
 
 CATEGORIES = "Training, Precision, TensorLocations, Distributed, Jit"
 NOT_LITERAL = ("is not a literal (number, string, bool, None, list, tuple or dict), a poptorch "

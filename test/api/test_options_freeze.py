@@ -6,12 +6,12 @@ import torch
 from test_options_json import every_option_changed, flat
 
 import poptorch
-from poptorch._options_json import options_to_json
-from poptorch._strategies import ShardedExecution
 from poptorch.enums import ConnectionType, OutputMode
 from poptorch.errors import Error
 from poptorch.options import Options
 from poptorch.options import TensorLocationSettings as Settings
+from poptorch.options.serialise import options_to_json
+from poptorch.options.strategies import ShardedExecution
 
 
 @pytest.fixture(autouse=True)

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from test_options_file import GOOD_CONFIG
 from test_options_json import STRATEGIES, every_option_changed
 
-from poptorch._options_json import options_from_json, options_to_json
 from poptorch.errors import Error
 from poptorch.options import Options
+from poptorch.options.serialise import options_from_json, options_to_json
 
 SENTINEL = os.path.join(tempfile.gettempdir(), f"poptorch-fuzz-sentinel-{os.getpid()}")
 FLAG = "POPTORCH_FUZZ_FLAG"

@@ -6,22 +6,6 @@ import json
 import pytest
 import torch
 
-from poptorch._options_json import (
-    RUN_TIME_OPTIONS,
-    apply_run_time,
-    compile_time_differences,
-    options_from_json,
-    options_to_json,
-)
-from poptorch._options_schema import METHODS
-from poptorch._strategies import (
-    ParallelPhasedExecution,
-    Phase,
-    PipelinedExecution,
-    SerialPhasedExecution,
-    ShardedExecution,
-    Stage,
-)
 from poptorch.enums import (
     AutoStage,
     CommGroupType,
@@ -36,6 +20,22 @@ from poptorch.enums import (
 )
 from poptorch.errors import Error
 from poptorch.options import Options, TensorLocationSettings
+from poptorch.options.schema import METHODS
+from poptorch.options.serialise import (
+    RUN_TIME_OPTIONS,
+    apply_run_time,
+    compile_time_differences,
+    options_from_json,
+    options_to_json,
+)
+from poptorch.options.strategies import (
+    ParallelPhasedExecution,
+    Phase,
+    PipelinedExecution,
+    SerialPhasedExecution,
+    ShardedExecution,
+    Stage,
+)
 
 Settings = TensorLocationSettings
 

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 import poptorch
 from poptorch import profiling
 from poptorch.profiling import Channel, profile_settings
-from poptorch.runtime.profile import HOST_TIME_BASE, trace_events, write_report
+from poptorch.runtime.machine.profile import HOST_TIME_BASE, trace_events, write_report
 
 MEMORY = {"ipus": {str(ipu): {
     "available": 1000_000, "total": 1200_000,

@@ -86,7 +86,7 @@ def test_placement_errors_name_the_pass():
     op without a block from a pass is an internal error naming the step."""
     from torch_mlir import ir
 
-    from poptorch import _compiler
+    from poptorch._compiler import driver
     from poptorch.dialects import make_context
 
     with make_context(), ir.Location.unknown():
@@ -101,7 +101,7 @@ func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
         del relu.attributes["ipu.block"]  # what a faulty pass would leave
         with pytest.raises(poptorch.Error, match=r"internal error: step 'ipu-simplify' created "
                                                  r"'ipu.relu' without the placement"):
-            _compiler._check_placement(module, [], before, "ipu-simplify", None)
+            driver._check_placement(module, [], before, "ipu-simplify", None)
         before.erase()
 
 

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from test_annotations import FunctionNetwork, Network
 
 import poptorch
-from poptorch.runtime.timeline import simulate
+from poptorch.runtime.machine.timeline import simulate
 
 
 def pipeline_error(model, inputs, opts, training=False):

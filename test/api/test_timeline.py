@@ -13,9 +13,9 @@ from torch_mlir import ir
 
 from poptorch.dialects import make_context
 from poptorch.errors import Error
-from poptorch.runtime.cost import op_cycles
-from poptorch.runtime.machine import GC200
-from poptorch.runtime.timeline import HostStreams, simulate
+from poptorch.runtime.machine.cost import op_cycles
+from poptorch.runtime.machine.system import GC200
+from poptorch.runtime.machine.timeline import HostStreams, simulate
 
 M = GC200
 TILES = M.tilesPerIPU

@@ -10,8 +10,8 @@ import torch.nn.functional as F  # noqa: N812 - PyTorch's own spelling
 from torch_mlir import ir
 
 from poptorch.dialects import make_context
-from poptorch.runtime import window
-from poptorch.runtime.jit import compile_module
+from poptorch.runtime.jit.codegen import window
+from poptorch.runtime.jit.program import compile_module
 
 
 def _t(shape, element="f32") -> str:

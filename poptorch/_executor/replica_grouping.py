@@ -1,0 +1,194 @@
+"""Replica-grouped weights (spec 4.4.3): `replicaGrouping()` on a wrapped model's
+parameter, and how the executors lay such a weight out over the replicas.
+
+A grouped parameter's host tensor has one slice per replica group along a new leading
+dimension; the model is captured with the slice's shape, and on the device the weight
+is a (replicas, ...) array in which each replica holds its group's slice, so the
+kernels see it as one more per-replica operand. Training reduces its gradient only
+within each group and steps each group's slice (and optimizer state) on its own.
+
+The groupings are kept per executor in `PoplarExecutor.per_replica_params`, name ->
+(comm_group_type, shards, variable_retrieval_mode), as PopTorch keeps them: the same
+module wrapped by `trainingModel` and then `inferenceModel` is grouped on each wrapper.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from poptorch.enums import CommGroupType, VariableRetrievalMode
+from poptorch.errors import Error
+
+if TYPE_CHECKING:
+    from poptorch._executor.executor import PoplarExecutor
+
+
+@dataclass(frozen=True)
+class ReplicaGrouping:
+    """How one parameter is shared: `groups` slices over `replicas` replicas."""
+
+    comm_group_type: CommGroupType
+    shards: int  # replicas per group (Consecutive, Orthogonal)
+    retrieval: VariableRetrievalMode
+    replicas: int
+
+    @property
+    def size(self) -> int:
+        """Replicas per group (NoGrouping: 1; `shards` is ignored, as the spec says)."""
+        return 1 if self.comm_group_type == CommGroupType.NoGrouping else self.shards
+
+    @property
+    def groups(self) -> int:
+        return self.replicas // self.size
+
+    def group_of(self) -> np.ndarray:
+        """For each replica, the index of its group (the slice it holds)."""
+        r = np.arange(self.replicas)
+        if self.comm_group_type == CommGroupType.Orthogonal:
+            return r % self.groups  # {0, m, 2m, ...}, {1, m+1, ...}: m = groups
+        return r // self.size
+
+    def first_replicas(self) -> np.ndarray:
+        """The first replica of each group, whose value stands for the group's."""
+        return np.unique(self.group_of(), return_index=True)[1]
+
+    def replica_group(self) -> tuple[str, int]:
+        """(kind, size) of `#ipu.replica_group` for reducing within the groups."""
+        if self.comm_group_type == CommGroupType.NoGrouping:
+            return "no_grouping", 0
+        return self.comm_group_type.name.lower(), self.size
+
+
+def _describe(comm_group_type: CommGroupType, shards: int) -> str:
+    return f"replicaGrouping(CommGroupType.{comm_group_type.name}, {shards})"
+
+
+def check(name: str, comm_group_type: Any, shards: Any, variable_retrieval_mode: Any,
+          replicas: int) -> ReplicaGrouping | None:
+    """The grouping `replicaGrouping(...)` asks for on parameter `name`, or an Error
+    naming what to change; None for CommGroupType.All, which has no effect (spec)."""
+    where = f"{name}.replicaGrouping"
+    if not isinstance(comm_group_type, CommGroupType):
+        raise Error(f"{where}: comm_group_type must be a poptorch.CommGroupType (All, "
+                    f"Consecutive, Orthogonal, NoGrouping), got {comm_group_type!r}",
+                    type="options")
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+        raise Error(f"{where}: shards (the number of replicas in each group) must be an "
+                    f"int >= 1, got {shards!r}", type="options")
+    if not isinstance(variable_retrieval_mode, VariableRetrievalMode):
+        raise Error(f"{where}: variable_retrieval_mode must be a "
+                    f"poptorch.VariableRetrievalMode (OnePerGroup, AllReplicas), got "
+                    f"{variable_retrieval_mode!r}", type="options")
+    if comm_group_type == CommGroupType.All:
+        return None
+    grouping = ReplicaGrouping(comm_group_type, shards, variable_retrieval_mode, replicas)
+    if replicas % grouping.size:
+        raise Error(f"{where}: shards={shards} replicas per group does not divide "
+                    f"replicationFactor({replicas}); use a factor of {replicas}",
+                    type="options")
+    return grouping
+
+
+def check_host_shape(name: str, tensor: torch.Tensor, grouping: ReplicaGrouping) -> None:
+    """A grouped parameter holds one slice per group along its first dimension (or one
+    per replica, as AllReplicas retrieval leaves it)."""
+    groups = grouping.groups
+    if tensor.dim() == 0 or tensor.shape[0] not in (groups, grouping.replicas):
+        raise Error(
+            f"parameter {name} has shape {list(tensor.shape)}, but "
+            f"{_describe(grouping.comm_group_type, grouping.shards)} with "
+            f"replicationFactor({grouping.replicas}) makes {groups} replica groups: give "
+            f"{name} a first dimension of {groups}, one slice per group", type="executor")
+
+
+def to_replicas(array: np.ndarray, grouping: ReplicaGrouping) -> np.ndarray:
+    """A host value, one slice per group (or per replica, as AllReplicas retrieval wrote
+    it: each group then takes its first replica's), as the (replicas, ...) device array."""
+    if array.shape[0] == grouping.replicas and grouping.groups != grouping.replicas:
+        array = array[grouping.first_replicas()]
+    return np.ascontiguousarray(array[grouping.group_of()])
+
+
+def to_host(array: np.ndarray, grouping: ReplicaGrouping) -> np.ndarray:
+    """The (replicas, ...) device array as `copyWeightsToHost` returns it: OnePerGroup,
+    (groups, ...) from each group's first replica; AllReplicas, (replicas, ...)."""
+    if grouping.retrieval == VariableRetrievalMode.AllReplicas:
+        return np.array(array)
+    return np.array(array[grouping.first_replicas()])
+
+
+def per_replica_model(model: torch.nn.Module, groupings: dict[str, ReplicaGrouping]
+                      ) -> torch.nn.Module:
+    """`model` with each grouped parameter replaced by one group's slice, for capture:
+    the program is the per-replica one, and the executor feeds every replica its own."""
+    if not groupings:
+        return model
+    from poptorch._executor.executor import _shallow_copy
+
+    clone = _shallow_copy(model)
+    for name in groupings:
+        owner, _, attr = name.rpartition(".")
+        module = clone.get_submodule(owner)
+        param = module._parameters[attr]
+        module._parameters[attr] = torch.nn.Parameter(param.detach()[0].clone(),
+                                                      param.requires_grad)
+    return clone
+
+
+class GroupingMethod:
+    """`param.replicaGrouping(comm_group_type, shards, variable_retrieval_mode)`: records
+    the grouping on the executor the parameter was read through. Pickling or copying
+    the parameter keeps the method but not the executor it belonged to."""
+
+    def __init__(self, executor: PoplarExecutor | None, name: str) -> None:
+        self._executor = weakref.ref(executor) if executor is not None else None
+        self._name = name
+
+    def __call__(self, comm_group_type: CommGroupType, shards: int,
+                 variable_retrieval_mode: VariableRetrievalMode) -> None:
+        executor = self._executor() if self._executor is not None else None
+        if executor is None:
+            raise Error(f"{self._name}.replicaGrouping: the parameter belongs to no live "
+                        "wrapped model; wrap the model with poptorch.inferenceModel or "
+                        "trainingModel, keep the wrapper, and call replicaGrouping on its "
+                        "parameter", type="executor")
+        if executor.isCompiled():
+            raise Error(f"{self._name}.replicaGrouping was called after the model was "
+                        "compiled; call it before the first call or compile(), or wrap the "
+                        "model again", type="executor")
+        check(self._name, comm_group_type, shards, variable_retrieval_mode,
+              executor.options.replication_factor)
+        executor.per_replica_params[self._name] = (comm_group_type, shards,
+                                                   variable_retrieval_mode)
+
+    def __reduce__(self):
+        return GroupingMethod, (None, self._name)
+
+
+def attach(executor: PoplarExecutor, name: str, param: torch.nn.Parameter) -> None:
+    """Give `param` a `replicaGrouping` method bound to `executor` (PopTorch's API)."""
+    param.replicaGrouping = GroupingMethod(executor, name)
+
+
+def resolve(executor: PoplarExecutor) -> dict[str, ReplicaGrouping]:
+    """The executor's groupings, checked against the options and host shapes (compile
+    time: the replication factor may have changed since replicaGrouping was called)."""
+    replicas = executor.options.replication_factor
+    groupings = {}
+    for name, entry in executor.per_replica_params.items():
+        try:
+            param = executor.model.get_parameter(name)
+        except AttributeError:
+            raise Error(f"per_replica_params names {name!r}, which is not a parameter of the "
+                        "model; use a name from model.named_parameters()",
+                        type="executor") from None
+        grouping = check(name, *entry, replicas)
+        if grouping is not None:
+            check_host_shape(name, param, grouping)
+            groupings[name] = grouping
+    return groupings

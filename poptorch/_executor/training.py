@@ -1,0 +1,419 @@
+"""The training executor (spec 4.2.1): forward, loss, backward and weight update per call.
+
+Per device iteration, each replica runs the joint program on `gradientAccumulation`
+micro-batches in turn (buffers such as batch-norm statistics update per micro-batch);
+gradients are accumulated (running or post mean, or sum), reduced over replicas by an
+`ipu.all_reduce` program (within the replica groups of a replica-grouped weight,
+`_replica_grouping`), and applied by the optimizer's `@optimizer_step` program
+(`_optimizer_program`). Weights stay on the device; the host model is updated lazily:
+on `copyWeightsToHost`, when the host model's parameters or state_dict are read, and
+before an `inferenceModel` of the same module runs.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils import _pytree as pytree
+from torch_mlir import ir
+from torch_mlir.dialects import func
+
+from poptorch._executor import figures
+from poptorch._executor.executor import PoplarExecutor
+from poptorch._frontend import joint
+from poptorch.dialects import make_context, replica_group
+from poptorch.dialects.placement import symbol_table
+from poptorch.dialects.structure import AllReduceOp
+from poptorch.dialects.types import element_type_of
+from poptorch.enums import MeanReductionStrategy, ReductionType
+from poptorch.errors import Error
+from poptorch.options import Options
+from poptorch.runtime.jit.program import Program, compile_module
+
+# user model -> the training executor that owns its weights (at most one)
+_TRAINERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def sync_trainers_to_host(model: torch.nn.Module) -> None:
+    """Copy a training executor's device weights into `model` if they are newer."""
+    trainer = _TRAINERS.get(model)
+    if trainer is not None and trainer() is not None:
+        trainer().copyWeightsToHostIfNeeded()
+
+
+class _SyncedModule:
+    """Mixed into the wrapped model's class: reading its parameters or state first
+    fetches the device's newer weights (PopTorch does the same)."""
+
+    def named_parameters(self, *args, **kwargs):
+        sync_trainers_to_host(self)
+        return super().named_parameters(*args, **kwargs)
+
+    def state_dict(self, *args, **kwargs):
+        sync_trainers_to_host(self)
+        return super().state_dict(*args, **kwargs)
+
+    def __getattr__(self, name):
+        # `model.W` or `model.layer.weight` after training (the spec's replica-grouping
+        # example reads its weight so): parameters and submodules are nn.Module's
+        # __getattr__, so plain attributes stay as fast as ever
+        value = super().__getattr__(name)
+        if isinstance(value, torch.nn.Parameter | torch.nn.Module):
+            sync_trainers_to_host(self)
+        return value
+
+
+_SYNCED_CLASSES: dict[type, type] = {}
+
+
+def _watch(model: torch.nn.Module, executor: TrainingExecutor) -> None:
+    cls = type(model)
+    if not issubclass(cls, _SyncedModule):
+        synced = _SYNCED_CLASSES.setdefault(cls, type(cls.__name__, (_SyncedModule, cls), {
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__}))
+        model.__class__ = synced
+    _TRAINERS[model] = weakref.ref(executor)
+
+
+class TrainingExecutor(PoplarExecutor):
+    """A model wrapped by `trainingModel`."""
+
+    _summed: frozenset[str] = frozenset()  # gradients `_summing` reduces over replicas
+    _summing: Program | None = None  # the step's program when it does
+
+    def __init__(self, model: torch.nn.Module, options: Options | None,
+                 optimizer: torch.optim.Optimizer | None) -> None:
+        super().__init__(model, options, training=True)
+        self._model.train()
+        self._optimizer = optimizer or torch.optim.SGD(model.parameters(), lr=0.01)
+        self._weights_dirty = False
+        _watch(model, self)
+
+    def _accumulation(self) -> int:
+        return self._options.Training.gradient_accumulation
+
+    def _capture(self, model, args, kwargs):
+        return joint.capture_training(model, args, kwargs)
+
+    def _before_run(self) -> None:
+        """Training does not pick up host changes implicitly (copyWeightsToDevice does)."""
+
+    # ---- the optimizer ------------------------------------------------------------------
+    def _compile_extra(self) -> None:
+        from poptorch._compiler.optimizer_program import describe
+
+        self._spec = describe(self._optimizer)
+        self._check_grouped_clipping()
+        captured = self._compiled.captured
+        groups = self._param_groups()
+        with make_context() as context, ir.Location.unknown():
+            params = []
+            for name in captured.trainable:
+                host = self._model.get_parameter(name)
+                array = self._device[name][0] if name in self._groupings else self._device[name]
+                params.append((name, groups.get(id(host), 0), _tensor_type(array)))
+            module = ir.Module.create()
+            self._spec.emit(module, params)
+            self._update_cycles = figures.optimizer_cycles(
+                symbol_table(module.operation)["optimizer_step"],
+                [name for name, _, _ in params],
+                self._machine)
+            self._summed = self._compile_summing()
+            self._emit_reduce(module, [(name, t) for name, _, t in params
+                                       if name not in self._summed])
+            self._optimizer_step = compile_module(module, "optimizer_step")
+            self._reduce = compile_module(module, "reduce_gradients")
+            self._optimizer_text = str(module)
+        del context
+        weights = {name: self._per_group(name, self._device[name]) for name in captured.trainable}
+        self._state = self._spec.initial_state(weights, self._optimizer, self._parameters())
+        self._hyper = self._spec.hyper_values(self._optimizer)
+        self._link_optimizer(self._optimizer)
+        self._auto_scale = self._spec.loss_scaling(self._optimizer)  # automatic loss scaling
+        self._good_steps = 0
+
+    def _compile_summing(self) -> frozenset[str]:
+        """The gradients the step's program returns already reduced over replicas: with
+        several replicas, those of weights that are not replica-grouped, summed by the
+        JIT where they are made (a weight gradient's matmul and its all-reduce become one
+        gemm over every replica's rows) in `_summing`, so they skip `@reduce_gradients`.
+        The simulated all-reduce is unchanged (`_step_end`)."""
+        replicas = self._options.replication_factor
+        captured = self._compiled.captured
+        summed = frozenset(name for name in captured.trainable if name not in self._groupings)
+        if replicas == 1 or not summed:
+            self._summing = None
+            return frozenset()
+        first = len(captured.results) - len(captured.trainable)
+        reduction = "mean" if self._mean() else "sum"
+        with self._compiled.context:
+            self._summing = compile_module(
+                self._compiled.module, "main",
+                {first + index: reduction for index, name in enumerate(captured.trainable)
+                 if name in summed}, replicas)
+        return summed
+
+    def _main_program(self) -> Program:
+        return self._summing or self._compiled.program
+
+    def _param_groups(self) -> dict[int, int]:
+        """id(parameter) -> index of its param group in the optimizer."""
+        return {id(p): index for index, group in enumerate(self._optimizer.param_groups)
+                for p in group["params"]}
+
+    def _optimizer_slots(self) -> dict[str, int]:
+        from poptorch._compiler.optimizer_program import describe
+
+        spec, groups = describe(self._optimizer), self._param_groups()
+        return {name: spec.state_slots(groups.get(id(self._model.get_parameter(name)), 0))
+                for name in self._compiled.captured.trainable}
+
+    def _step_end(self) -> list[tuple[str, str, int, int]]:
+        compiled = self._compiled
+        with compiled.context:
+            return figures.epilogue_of(compiled.module, compiled.captured,
+                                             compiled.memory, self._machine,
+                                             self._options.replication_factor,
+                                             self._update_cycles)
+
+    def _check_grouped_clipping(self) -> None:
+        """max_grad_norm scales every gradient by one norm over all of them; with
+        replica-grouped weights that norm differs between groups, which the shared
+        weights' single update cannot follow."""
+        from poptorch._compiler.optimizer_program import GLOBAL
+
+        if self._groupings and self._spec.constants.get((GLOBAL, "max_grad_norm")) != math.inf:
+            names = ", ".join(self._groupings)
+            raise Error(f"max_grad_norm is not supported with replica-grouped weights "
+                        f"({names}): the gradient norm would differ between replica groups; "
+                        "remove max_grad_norm or the replicaGrouping", type="optimizer")
+
+    def _emit_reduce(self, module: ir.Module,
+                     params: list[tuple[str, ir.RankedTensorType]]) -> None:
+        """`@reduce_gradients`: one `ipu.all_reduce` per gradient, over all replicas, or
+        within the replica groups of a replica-grouped weight."""
+        reduction = ir.StringAttr.get("mean" if self._mean() else "sum")
+        groups = [replica_group(*self._groupings[name].replica_group())
+                  if name in self._groupings else replica_group("all") for name, _ in params]
+        with ir.InsertionPoint(module.body):
+            @func.FuncOp.from_py_func(*[t for _, t in params], name="reduce_gradients")
+            def reduce_gradients(*grads):
+                return tuple(AllReduceOp(g, reduction, group, g.type).result
+                             for g, group in zip(grads, groups, strict=True))
+
+    def _link_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        """Make the optimizer's state_dict()/load_state_dict() use the device state:
+        poptorch.optim classes through their `_ipu_link`, torch.optim ones through
+        instance methods (PopTorch patches them in the same way)."""
+        from poptorch.optim import _IpuOptimizer
+
+        link = _OptimizerLink(self)
+        optimizer._ipu_link = link
+        if not isinstance(optimizer, _IpuOptimizer):
+            optimizer.state_dict = link.state_dict
+            optimizer.load_state_dict = link.load_state_dict
+
+    @staticmethod
+    def _unlink_optimizer(optimizer: torch.optim.Optimizer) -> None:
+        """Undo `_link_optimizer`: state_dict()/load_state_dict() are the host's again."""
+        from poptorch.optim import _IpuOptimizer
+
+        optimizer._ipu_link = None
+        if not isinstance(optimizer, _IpuOptimizer):
+            for name in ("_ipu_link", "state_dict", "load_state_dict"):
+                optimizer.__dict__.pop(name, None)
+
+    def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:  # noqa: N802
+        """Apply the optimizer's new variable hyper-parameters without recompiling."""
+        self._check_alive()
+        if self._compiled is not None:
+            self._spec.check_constants(optimizer)
+            self._hyper = self._spec.hyper_values(optimizer)
+            self._link_optimizer(optimizer)
+        self._optimizer = optimizer
+
+    # ---- the device state of a call, destroy ----------------------------------------
+    def _snapshot(self) -> dict[str, Any]:
+        """Beyond inference's: the optimizer and automatic loss-scaling state (the
+        optimizer step replaces its arrays too)."""
+        return {**super()._snapshot(), "state": dict(self._state),
+                "scaling": (self._auto_scale, self._good_steps), "dirty": self._weights_dirty}
+
+    def _restore(self, saved: dict[str, Any]) -> None:
+        super()._restore(saved)
+        self._state = saved["state"]
+        self._auto_scale, self._good_steps = saved["scaling"]
+        self._weights_dirty = saved["dirty"]
+
+    def _release(self) -> None:
+        """destroy(): the optimizer's state goes to the host optimizer (as torch keeps
+        it), which no longer reads the device; the optimizer's programs and state, and the
+        model's link to this executor, are dropped."""
+        link = getattr(self._optimizer, "_ipu_link", None)
+        if self._compiled is not None and link is not None and link._executor() is self:
+            state = link.state_dict()
+            self._unlink_optimizer(self._optimizer)
+            torch.optim.Optimizer.load_state_dict(self._optimizer, state)
+        if _TRAINERS.get(self._user_model) is not None and _TRAINERS[self._user_model]() is self:
+            del _TRAINERS[self._user_model]
+        for name in ("_optimizer_step", "_reduce", "_optimizer_text", "_state", "_hyper",
+                     "_spec", "_update_cycles", "_summed", "_summing"):
+            self.__dict__.pop(name, None)
+        super()._release()
+
+    # ---- running ------------------------------------------------------------------------
+    def _mean(self) -> bool:
+        """Mean (default) or Sum reduction over micro-batches and replicas."""
+        kind = self._options.Training.accumulation_and_replication_reduction_type
+        return kind != ReductionType.Sum
+
+    def _strategy(self) -> MeanReductionStrategy:
+        """The spec's default: Running when the optimizer accumulates in float16, else Post."""
+        chosen = self._options.Training.mean_reduction_strategy
+        if chosen is not None:
+            return chosen
+        half = getattr(self._optimizer, "accum_type", torch.float32) == torch.float16
+        return MeanReductionStrategy.Running if half else MeanReductionStrategy.Post
+
+    def _loss_seed(self) -> np.ndarray:
+        scaling = self._auto_scale if self._options.Training.automatic_loss_scaling \
+            else self._spec.loss_scaling(self._optimizer)
+        return np.full(self._compiled.captured.loss_shape, scaling, dtype=np.float32)
+
+    # Automatic loss scaling (setAutomaticLossScaling): a dynamic scale that halves on a
+    # gradient overflow (skipping that step) and doubles after GROWTH_INTERVAL good steps.
+    GROWTH_INTERVAL = 20
+
+    def _rescale(self, grads: list[np.ndarray]) -> bool:
+        """Check the scaled gradients; bring them to the optimizer's own loss scaling (which
+        its program divides by) in place. False when they overflowed."""
+        if not all(np.isfinite(g).all() for g in grads):
+            self._auto_scale /= 2
+            self._good_steps = 0
+            return False
+        factor = self._spec.loss_scaling(self._optimizer) / self._auto_scale
+        for g in grads:
+            g *= g.dtype.type(factor)
+        self._good_steps += 1
+        if self._good_steps >= self.GROWTH_INTERVAL:
+            self._auto_scale *= 2
+            self._good_steps = 0
+        return True
+
+    def _parameters(self) -> dict[str, torch.Tensor]:
+        """The host parameters by name, as the optimizer's param groups hold them."""
+        return dict(torch.nn.Module.named_parameters(self._model))
+
+    def _run(self, flat: list[Any]):
+        captured = self._compiled.captured
+        inputs = self._inputs(flat)
+        accumulation = self._accumulation()
+        n_outputs = sum(kind == "output" for kind, _ in captured.results)
+        post = self._strategy() != MeanReductionStrategy.Running
+        mean = self._mean()
+        seed = self._loss_seed()
+        per_step = []
+        for d in range(self._options.device_iterations):
+            total = None
+            for g in range(accumulation):
+                results = self._step(inputs, d * accumulation + g, {"tangent": seed})
+                per_step.append(results[:n_outputs])
+                grads = results[n_outputs:]
+                if total is None:
+                    total = list(grads)  # sums below make new arrays
+                elif mean and not post:  # running mean
+                    total = [t + (x - t) / (g + 1) for t, x in zip(total, grads, strict=True)]
+                else:
+                    total = [t + x for t, x in zip(total, grads, strict=True)]
+            if mean and post:
+                total = [t / accumulation for t in total]
+            self._apply(total)
+        outputs = [self._combine([step[i] for step in per_step]) for i in range(n_outputs)]
+        leaves = outputs[1:]
+        leaves.insert(captured.loss_leaf, outputs[0])
+        return pytree.tree_unflatten(leaves, captured.out_spec)
+
+    def _apply(self, grads: list[np.ndarray]) -> None:
+        """Reduce gradients over replicas and run the optimizer step. A replica-grouped
+        weight steps as (groups, ...): each group's slice, gradient and state on its own."""
+        names = self._compiled.captured.trainable
+        rest = [i for i, name in enumerate(names) if name not in self._summed]
+        reduced = list(grads)  # summed by the step's program (`_compile_summing`)
+        with np.errstate(all="ignore"):
+            for i, g in zip(rest, self._reduce.run(*(grads[i] for i in rest)), strict=True):
+                reduced[i] = (self._per_group(names[i], np.asarray(g))
+                              if names[i] in self._groupings else np.array(np.asarray(g)[0]))
+        if self._options.Training.automatic_loss_scaling and not self._rescale(reduced):
+            return  # overflow: the step is skipped and the loss scale halved
+        layout = self._spec.state_layout()
+        with np.errstate(all="ignore"):
+            results = self._optimizer_step.run(
+                *(self._per_group(n, self._device[n]) for n in names), *reduced,
+                *(self._state[key] for key in layout), *self._hyper)
+        for name, value in zip(names, results[:len(names)], strict=True):
+            self._device[name] = self._to_replicas(name, np.asarray(value))
+        for key, value in zip(layout, results[len(names):], strict=True):
+            self._state[key] = np.asarray(value)
+        self._weights_dirty = True
+
+    # ---- weights ------------------------------------------------------------------------
+    def copyWeightsToHost(self) -> None:  # noqa: N802
+        """Write the device's weights and buffers into the host model (replica-grouped
+        parameters as their VariableRetrievalMode asks, see `_grouped_to_host`). Nothing
+        to do when detached: detaching copied them."""
+        self._check_alive()
+        if self._compiled is None or not self._attached:
+            return
+        captured = self._compiled.captured
+        with torch.no_grad():
+            self._grouped_to_host()
+            for name in [*captured.trainable, *captured.mutated_buffers]:
+                if name in self._frozen or name in self._groupings:
+                    continue
+                host = dict(self._user_params_and_buffers())[name]
+                value = self._device[name]
+                if value.ndim > host.dim():
+                    value = value[0]
+                host.copy_(torch.from_numpy(np.array(value)).to(host.dtype))
+        self._weights_dirty = self._buffers_dirty = False
+
+    def _user_params_and_buffers(self):
+        # super() skips _SyncedModule's hook: no recursion into copyWeightsToHostIfNeeded
+        model = self._model
+        yield from torch.nn.Module.named_parameters(model)
+        yield from torch.nn.Module.named_buffers(model)
+
+    def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802
+        self._check_alive()
+        if self._compiled is not None and (self._weights_dirty or self._buffers_dirty):
+            self.copyWeightsToHost()
+            return True
+        return False
+
+
+class _OptimizerLink:
+    """Makes the optimizer's state_dict() / load_state_dict() read and write the device's
+    optimizer state (spec 4.5.5)."""
+
+    def __init__(self, executor: TrainingExecutor) -> None:
+        self._executor = weakref.ref(executor)
+
+    def state_dict(self) -> dict:
+        ex = self._executor()
+        return ex._spec.state_dict(ex._optimizer, ex._state, ex._parameters())
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        ex = self._executor()
+        weights = {name: ex._per_group(name, ex._device[name])
+                   for name in ex._compiled.captured.trainable}
+        ex._state = ex._spec.load_state_dict(ex._optimizer, state_dict, weights,
+                                             ex._parameters())
+        ex._spec.check_constants(ex._optimizer)
+
+
+def _tensor_type(array: np.ndarray) -> ir.RankedTensorType:
+    return ir.RankedTensorType.get(list(array.shape), element_type_of(array.dtype))

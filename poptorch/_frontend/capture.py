@@ -1,0 +1,355 @@
+"""Capture: from an nn.Module and example inputs to the torch dialect, with annotations.
+
+The route is the one notes/FRONTEND.md measured: `torch.export.export` inside
+`preserve_node_meta()`, torch-mlir's decomposition table, then `FxImporter`. Weights
+are not frozen: `import_graph_module` makes every lifted parameter, buffer and constant
+a function argument, in the exported graph's placeholder order. poptorch annotations
+(`Block` and friends) set `node.meta["custom"]` through `torch.fx.traceback.annotate`;
+`AnnotatingNodeImporter` carries them in fused-location metadata, which survives
+torch-mlir's rewrites, and the `ipu-import-annotations` pass turns them into attributes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import os
+import re
+import threading
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import torch.fx.traceback as fxtb
+from torch.export.graph_signature import ConstantArgument, InputKind, OutputKind
+from torch.utils import _pytree as pytree
+from torch_mlir import ir
+from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+from torch_mlir.extras.fx_importer import (
+    TORCH_DTYPE_TO_MLIR_TYPE,
+    TORCH_DTYPE_TO_NPY_TYPE,
+    FxImporter,
+    FxImporterHooks,
+    GraphNodeImporter,
+)
+
+from poptorch._frontend import tied
+from poptorch.errors import Error
+
+ANNOTATION_PREFIX = "ipu."
+_state = threading.local()
+
+
+def isRunningOnIpu() -> bool:  # noqa: N802 - PopTorch's name
+    """True while poptorch captures a model for the IPU, False when it runs on the CPU."""
+    return getattr(_state, "capturing", False)
+
+
+@contextlib.contextmanager
+def _capturing():
+    previous = isRunningOnIpu()
+    _state.capturing = True
+    try:
+        yield
+    finally:
+        _state.capturing = previous
+
+
+# The IPU has no 64-bit types: such inputs are narrowed on the host before capture and
+# streaming, as PopTorch does.
+NARROWED = {torch.int64: torch.int32, torch.float64: torch.float32}
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """"float32" for torch.float32: how errors and files name a dtype."""
+    return str(dtype).removeprefix("torch.")
+
+
+def dtype_named(name: Any) -> torch.dtype:
+    """The dtype `dtype_name` names; ValueError for anything else."""
+    value = getattr(torch, name, None) if isinstance(name, str) else None
+    if not isinstance(value, torch.dtype):
+        raise ValueError(f"unknown dtype {name!r}")
+    return value
+
+
+def narrow(value: Any) -> Any:
+    """`value` with int64/float64 tensors narrowed to int32/float32."""
+    if isinstance(value, torch.Tensor) and value.dtype in NARROWED:
+        return value.to(NARROWED[value.dtype])
+    return value
+
+
+@dataclass
+class Argument:
+    """One argument of the captured function: a weight (by name) or a user input."""
+
+    kind: str  # "parameter", "buffer", "constant" or "input"
+    name: str  # state name for weights, flat input index (as str) for inputs
+    persistent: bool = True
+
+
+@dataclass
+class Captured:
+    """A captured program and how host values map onto its arguments and results."""
+
+    program: torch.export.ExportedProgram
+    arguments: list[Argument]
+    constants: dict[str, torch.Tensor]
+    mutated_buffers: list[str]  # names, in the order they lead the results
+    in_spec: pytree.TreeSpec
+    out_spec: pytree.TreeSpec
+    input_meta: list[tuple[tuple[int, ...], torch.dtype]] = field(default_factory=list)
+
+    @property
+    def graph_module(self) -> torch.fx.GraphModule:
+        return self.program.graph_module
+
+
+def _scalar_to_tensor(op):
+    return lambda x, other: op(x, torch.scalar_tensor(other, dtype=x.dtype))
+
+
+def _scatter_to_indices(dims: int, grad, x, indices):
+    """adaptive_max_pool{2,3}d_backward: each gradient added at its argmax index."""
+    flat = grad.new_zeros(x.shape[:-dims] + (math.prod(x.shape[-dims:]),))
+    return flat.scatter_add(-1, indices.flatten(-dims), grad.flatten(-dims)).view(x.shape)
+
+
+def decompositions() -> dict:
+    """torch-mlir's decomposition table plus ours, for aten ops torch-mlir's torch dialect
+    has no op for (they would import as an opaque `torch.operator`)."""
+    aten = torch.ops.aten
+    table = dict(get_decomposition_table())
+    table[aten.erfc.default] = lambda x: 1 - aten.erf(x)
+    # ipu.sort is always stable, so the stable overload is the plain one.
+    table[aten.sort.stable] = lambda x, *, stable=None, dim=-1, descending=False: \
+        aten.sort.default(x, dim, descending)
+    for dims in (2, 3):  # torch-mlir has no op for these backward ops
+        table[getattr(aten, f"adaptive_max_pool{dims}d_backward").default] = \
+            functools.partial(_scatter_to_indices, dims)
+    for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        table[getattr(aten, name).Scalar] = _scalar_to_tensor(getattr(aten, name).Tensor)
+    return table
+
+
+_TENSORS_SPEC: dict[int, pytree.TreeSpec] = {}
+
+
+def flatten_inputs(args: tuple, kwargs: dict) -> tuple[list[Any], pytree.TreeSpec]:
+    """Flatten call arguments as torch.export does (tensors are leaves, None is dropped).
+    The usual call, plain tensors passed by position, reuses its spec (pytree's walk was
+    a tenth of a small model's call)."""
+    if not kwargs and all(type(a) is torch.Tensor for a in args):
+        spec = _TENSORS_SPEC.get(len(args))
+        if spec is None:
+            spec = _TENSORS_SPEC[len(args)] = pytree.tree_flatten((tuple(args), {}))[1]
+        return list(args), spec
+    return pytree.tree_flatten((tuple(args), dict(kwargs)))
+
+
+# Noise torch 2.13 emits from inside export itself, about its own internals.
+_TORCH_NOISE = ("TF32 acceleration on top of oneDNN", r"`isinstance\(treespec, LeafSpec\)`",
+                r"The tensor attributes .*_flat_weights.* were assigned during export")
+
+
+def tracing_contexts(model: torch.nn.Module) -> list:
+    """Contexts every capture runs in: poptorch's capture flag, node metadata kept for
+    annotations, torch's plain (decomposable) implementations of RNNs and attention
+    instead of fused CPU kernels (mkldnn RNN layers, flash attention) that have no
+    decomposition, in the forward or the backward, and torch.export's own "exporting"
+    state, in the training capture too: libraries skip their data-dependent Python
+    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`)."""
+    from torch._export.utils import _compiling_state_context
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from poptorch._frontend.annotations import capture_scope
+
+    return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
+            torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
+            _compiling_state_context()]
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+# poptorch and the packages mapped into it (dialects, passes, runtime), not the tests
+OWN_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                               name) + os.sep
+                  for name in ("poptorch", "dialects", "passes", "runtime"))
+
+
+def capture_error(err: Exception, what: str) -> Error:
+    """A poptorch.Error for an exception torch raised while capturing the model, at the
+    model's source line: the innermost frame of the traceback outside torch and poptorch
+    (the user's model, or the library that defines it, such as transformers)."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__)
+              if not f.filename.startswith("<")
+              and not os.path.abspath(f.filename).startswith((_TORCH_DIR, *OWN_DIRS))]
+    location = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    unknown = re.search(r"Found <class '([^']+)'> in output, which is not a known type",
+                        str(err))
+    if unknown:
+        hint = (" (Hugging Face caches: transformers.integrations.executorch."
+                "register_dynamic_cache_export_support(), or use_cache=False)"
+                if unknown.group(1).startswith("transformers.") else "")
+        reason = (f"the model returns a {unknown.group(1)}, which is not a tensor nor a "
+                  "structure of tensors poptorch can take apart: register the type with "
+                  f"torch.utils._pytree.register_pytree_node{hint}, or do not return it")
+    data_dependent = ("_local_scalar_dense", "data-dependent", "Data-dependent",
+                      "DataDependent")
+    if not unknown and any(text in f"{type(err).__name__} {err}" for text in data_dependent):
+        code = f" (`{frames[-1].line}`)" if frames and frames[-1].line else ""
+        reason = (f"the model reads the value of a tensor in Python{code}, which makes its "
+                  "control flow depend on the data; compute it with tensor operations "
+                  "(torch.where, masks) or move it out of the model")
+    return Error(f"could not capture {what}: {reason}", type="capture", location=location)
+
+
+@contextlib.contextmanager
+def quiet_torch():
+    """Silence the warnings torch emits about its own internals while exporting."""
+    with warnings.catch_warnings():
+        for message in _TORCH_NOISE:
+            warnings.filterwarnings("ignore", message=message)
+        yield
+
+
+def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
+    """Export `model` called with (already narrowed) example `args` / `kwargs`."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(quiet_torch())
+        for context in [*tracing_contexts(model), torch.no_grad()]:
+            stack.enter_context(context)
+        try:
+            program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+            program = program.run_decompositions(decompositions())
+        except Error:
+            raise
+        except Exception as err:  # noqa: BLE001 - torch's own reason, re-raised for the user
+            raise capture_error(err, "the model with torch.export") from err
+    signature = program.graph_signature
+    merged, alias_of = tied.merge_exported(program, model)  # one argument per tensor
+    arguments, user_index = [], 0
+    for index, spec in enumerate(signature.input_specs):
+        if index in merged:
+            continue
+        if spec.kind == InputKind.USER_INPUT:
+            if isinstance(spec.arg, ConstantArgument):  # export specialised the graph on it
+                _drop_placeholder(program.graph_module, spec.arg.name)
+                if spec.arg.value is None:
+                    continue  # None is no leaf of the flattened inputs
+            else:
+                arguments.append(Argument("input", str(user_index)))
+            user_index += 1
+        elif spec.kind == InputKind.PARAMETER:
+            arguments.append(Argument("parameter", alias_of.get(spec.target, spec.target)))
+        elif spec.kind == InputKind.BUFFER:
+            arguments.append(Argument("buffer", alias_of.get(spec.target, spec.target),
+                                      bool(spec.persistent)))
+        elif spec.kind == InputKind.CONSTANT_TENSOR:
+            arguments.append(Argument("constant", spec.target))
+        else:
+            raise Error(f"unsupported input kind {spec.kind.name} in the captured model",
+                        type="capture")
+    mutated = []
+    for spec in signature.output_specs:
+        if spec.kind == OutputKind.BUFFER_MUTATION:
+            mutated.append(alias_of.get(spec.target, spec.target))
+        elif spec.kind != OutputKind.USER_OUTPUT:
+            raise Error(f"the model mutates a {spec.kind.name.lower().replace('_', ' ')} "
+                        f"('{spec.target}'); only registered buffers may be updated in place",
+                        type="capture")
+    flat, _ = flatten_inputs(args, kwargs)
+    return Captured(
+        program=program,
+        arguments=arguments,
+        constants={k: v for k, v in program.constants.items() if isinstance(v, torch.Tensor)},
+        mutated_buffers=mutated,
+        in_spec=program.call_spec.in_spec,
+        out_spec=program.call_spec.out_spec,
+        input_meta=[(tuple(t.shape), t.dtype) for t in flat if isinstance(t, torch.Tensor)],
+    )
+
+
+def _drop_placeholder(gm: torch.fx.GraphModule, name: str) -> None:
+    """Remove the placeholder of a non-tensor input (a bool, int, float or string the
+    graph was specialised on): it is no argument of the compiled program."""
+    node = next(n for n in gm.graph.nodes if n.op == "placeholder" and n.name == name)
+    if node.users:
+        raise Error(f"the model uses its non-tensor input '{name}' as a value in the graph; "
+                    "pass it as a tensor", type="capture")
+    gm.graph.erase_node(node)
+    gm.recompile()
+
+
+class AnnotatingNodeImporter(GraphNodeImporter):
+    """Carries `ipu.*` entries of `node.meta["custom"]` in fused-location metadata, with
+    the op's module path added to its `ipu.name_scope` unless `module_namescope` is off
+    (Options.disableModuleNamescope)."""
+
+    module_namescope = True
+
+    def _import_torch_op_overload(self, loc, node, concrete_target=None):
+        return super()._import_torch_op_overload(self._annotated(loc, node), node,
+                                                 concrete_target)
+
+    def _import_getitem(self, loc, node):
+        # list unpacks (torch.split's pieces) become ops too: slices after decomposition
+        return super()._import_getitem(self._annotated(loc, node), node)
+
+    def _annotated(self, loc, node):
+        """`loc` carrying the node's annotations as fused-location metadata."""
+        custom = node.meta.get("custom") or {}
+        entries = {k: v for k, v in custom.items() if k.startswith(ANNOTATION_PREFIX)}
+        stack = node.meta.get("nn_module_stack") or {}
+        if self.module_namescope and stack:
+            path = list(stack.values())[-1][0].removeprefix("model.").replace(".", "/")
+            scope = "/".join(filter(None, [entries.get("ipu.name_scope"), path]))
+            if scope:
+                entries["ipu.name_scope"] = scope
+        if entries:
+            metadata = ir.DictAttr.get({k: _attribute(v, self._c) for k, v in entries.items()},
+                                       self._c)
+            loc = ir.Location.fused([loc], metadata=metadata, context=self._c)
+        return loc
+
+
+def _attribute(value: Any, context: ir.Context) -> ir.Attribute:
+    if isinstance(value, bool):
+        return ir.BoolAttr.get(value, context)
+    if isinstance(value, int):
+        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64, context), value)
+    return ir.StringAttr.get(str(value), context)
+
+
+class DenseLiterals(FxImporterHooks):
+    """Import tensor literals (small constants that decompositions make, such as the
+    index tensors of group norm) as `dense<...>` rather than `dense_resource<...>`,
+    whose data the ipu lowering could not read from Python."""
+
+    def resolve_literal(self, gni, literal, info):
+        if not isinstance(literal, torch.Tensor) or literal.numel() <= 1:
+            return None  # torch-mlir's own path already makes these dense splats
+        array = np.array(literal.tolist()).astype(TORCH_DTYPE_TO_NPY_TYPE[literal.dtype])
+        with gni._c:
+            attr = ir.DenseElementsAttr.get(array, type=TORCH_DTYPE_TO_MLIR_TYPE[literal.dtype](),
+                                            shape=list(literal.shape))
+            return ir.Operation.create(
+                "torch.vtensor.literal", results=[gni._cc.tensor_to_vtensor_type(literal)],
+                attributes={"value": attr}).result
+
+
+def import_to_mlir(graph_module: torch.fx.GraphModule, context: ir.Context,
+                   module_namescope: bool = True) -> ir.Module:
+    """A captured (functionalised) graph as a torch-dialect module with one function,
+    `@main`, whose arguments are the graph's placeholders in order."""
+    node_importer = type("NodeImporter", (AnnotatingNodeImporter,),
+                         {"module_namescope": module_namescope})
+    importer = FxImporter(context=context, graph_node_importer_cls=node_importer,
+                          hooks=DenseLiterals())
+    importer.import_graph_module(graph_module, func_name="main")
+    return importer.module

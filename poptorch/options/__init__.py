@@ -1,0 +1,16 @@
+"""poptorch.options (spec 11.1): `Options` and `TensorLocationSettings`, and what they are
+built from.
+
+- `options.py`: the `Options` class, its general options and PopTorch's camelCase setters.
+- `categories.py`: the option categories (`Training`, `Precision`, `TensorLocations`,
+  `Distributed`, `Jit`) and the argument checks every setter uses.
+- `strategies.py`: the execution strategies (`PipelinedExecution`, `Stage`, `Phase`...).
+- `config_file.py`: `Options.loadFromFile`'s file format.
+- `schema.py`: which options exist, which are compile-time or run-time, and freezing.
+- `serialise.py`: options to and from JSON (executables, the executable cache, `toDict`).
+"""
+
+from poptorch.options.categories import TensorLocationSettings
+from poptorch.options.options import Options
+
+__all__ = ["Options", "TensorLocationSettings"]

@@ -1,0 +1,56 @@
+"""NumPy kernels of the linear-algebra family."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from poptorch.runtime.jit.kernels import align, broadcast_ranks, kernel
+from poptorch.runtime.jit.kernels.structure import replica_sum
+
+
+def _shared_matrix(rhs: np.ndarray) -> np.ndarray | None:
+    """The one matrix a batched right operand repeats (a weight broadcast over a batch or
+    over replicas: stride 0 or size 1 on every batch axis), or None."""
+    if rhs.ndim == 2:
+        return rhs
+    if rhs.ndim > 2 and all(stride == 0 or size == 1 for stride, size in
+                            zip(rhs.strides[:-2], rhs.shape[:-2], strict=True)):
+        return rhs[(0,) * (rhs.ndim - 2)]
+    return None
+
+
+def _product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """np.matmul, as one gemm of all the left operand's rows when every batch entry
+    multiplies the same matrix: one BLAS call instead of one per batch entry (replicas
+    of a small micro-batch made NumPy loop over small gemms)."""
+    matrix = _shared_matrix(rhs) if lhs.ndim > 2 else None
+    if matrix is None or np.broadcast_shapes(lhs.shape[:-2], rhs.shape[:-2]) != lhs.shape[:-2]:
+        return np.matmul(lhs, rhs)
+    rows = lhs.reshape(-1, lhs.shape[-1]) @ matrix
+    return rows.reshape(lhs.shape[:-1] + (matrix.shape[-1],))
+
+
+@kernel("ipu.matmul", static=broadcast_ranks, fresh=True)
+def matmul(lhs, rhs, ranks=None, out_rank=None):
+    lhs, rhs = align((lhs, rhs), ranks, out_rank)
+    if lhs.dtype == np.float16:  # accumulate in float32, as the IPU's AMP does
+        return _product(lhs.astype(np.float32), rhs.astype(np.float32)).astype(np.float16)
+    return _product(lhs, rhs)
+
+
+@kernel("matmul_replica_sum")
+def matmul_replica_sum(lhs, rhs, reduction, rank, replicas, ranks=None, out_rank=None):
+    """`replica_sum` of `matmul`: when both operands are matrices with a replica axis,
+    sum_r lhs_r @ rhs_r is one gemm over all replicas' rows of the contracted dim
+    (R small products written out and summed, as a weight gradient's matmul and its
+    all-reduce were, cost several times more). Other operands: the matmul, then the sum."""
+    lhs, rhs = align((lhs, rhs), ranks, out_rank)
+    if rank == 2 and lhs.ndim == rhs.ndim == 3 and lhs.dtype == rhs.dtype == np.float32:
+        if lhs.shape[0] != replicas or rhs.shape[0] != replicas:
+            raise ValueError(f"operands of {lhs.shape[0]} and {rhs.shape[0]} replicas "
+                             f"where {replicas} were compiled")
+        total = np.tensordot(lhs, rhs, axes=([0, 2], [0, 1]))
+        if reduction == "mean":
+            total /= np.float32(replicas)
+        return total
+    return replica_sum(matmul(lhs, rhs), reduction, rank, replicas)

@@ -1,0 +1,87 @@
+"""NumPy kernels of the reduction family: ipu.reduce, ipu.arg_max/arg_min, ipu.cumsum/cumprod.
+
+Declared dimensions become negative axes (from the op's declared rank), so extra leading
+replica axes pass through untouched. float16 sums, means, products and scans accumulate
+in float32 and round back once, as the IPU's reductions (and PyTorch on the CPU) do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from torch_mlir import ir
+
+from poptorch.dialects.types import numpy_dtype
+from poptorch.runtime.jit.kernels import kernel
+
+
+def _accumulator(x: np.ndarray) -> np.dtype:
+    return np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
+
+
+def _square_sum(x, axis, keepdims, dtype):
+    return np.sum(np.square(x, dtype=dtype), axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+# kind -> (fold, whether it accumulates in a wider type for float16)
+_FOLDS: dict[str, tuple[Callable[..., Any], bool]] = {
+    "sum": (np.sum, True),
+    "mean": (np.mean, True),
+    "prod": (np.prod, True),
+    "square_sum": (_square_sum, True),
+    "max": (np.max, False),
+    "min": (np.min, False),
+    "any": (np.any, False),
+    "all": (np.all, False),
+}
+
+
+def _reduce_static(op: ir.OpView) -> dict[str, Any]:
+    rank = op.input.type.rank
+    return {"kind": op.attributes["kind"].value,
+            "axes": tuple(d - rank for d in op.attributes["dims"]),
+            "keepdim": op.attributes["keepdim"].value}
+
+
+@kernel("ipu.reduce", static=_reduce_static)
+def reduce(x: np.ndarray, kind: str, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
+    fold, accumulates = _FOLDS[kind]
+    if accumulates:
+        out = fold(x, axis=axes, keepdims=keepdim, dtype=_accumulator(x))
+    else:
+        out = fold(x, axis=axes, keepdims=keepdim)
+    return np.asarray(out).astype(x.dtype, copy=False)
+
+
+def _arg_static(op: ir.OpView) -> dict[str, Any]:
+    return {"axis": op.attributes["dim"].value - op.input.type.rank,
+            "keepdim": op.attributes["keepdim"].value,
+            "dtype": numpy_dtype(op.output.type.element_type)}
+
+
+@kernel("ipu.arg_max", static=_arg_static)
+def arg_max(x: np.ndarray, axis: int, keepdim: bool, dtype: np.dtype) -> np.ndarray:
+    """The first index of the maximum (of the first NaN, if any), as torch.argmax."""
+    return np.asarray(np.argmax(x, axis=axis, keepdims=keepdim)).astype(dtype)
+
+
+@kernel("ipu.arg_min", static=_arg_static)
+def arg_min(x: np.ndarray, axis: int, keepdim: bool, dtype: np.dtype) -> np.ndarray:
+    """The first index of the minimum (of the first NaN, if any), as torch.argmin."""
+    return np.asarray(np.argmin(x, axis=axis, keepdims=keepdim)).astype(dtype)
+
+
+def _scan_static(op: ir.OpView) -> dict[str, Any]:
+    return {"axis": op.attributes["dim"].value - op.input.type.rank}
+
+
+@kernel("ipu.cumsum", static=_scan_static)
+def cumsum(x: np.ndarray, axis: int) -> np.ndarray:
+    return np.cumsum(x, axis=axis, dtype=_accumulator(x)).astype(x.dtype, copy=False)
+
+
+@kernel("ipu.cumprod", static=_scan_static)
+def cumprod(x: np.ndarray, axis: int) -> np.ndarray:
+    return np.cumprod(x, axis=axis, dtype=_accumulator(x)).astype(x.dtype, copy=False)

@@ -1,0 +1,623 @@
+"""Per-IPU memory estimate of a compiled module, and the out-of-memory check.
+
+`estimate(module, machine, args, ...)` reads the module the multi-IPU passes leave (stage
+functions called from @main with `#ipu.stage<S, I>`, optionally `ipu.phase`; `ipu.copy`
+between IPUs; `ipu.remote_load` from Streaming Memory) or, without blocks, @main alone
+on IPU 0, and counts bytes per IPU by tensor class:
+
+- weights: parameters, buffers and constants (lifted ones and `ipu.constant`s) read on
+  the IPU; an argument read by stages on several IPUs counts on each (a tied or reused
+  weight: each IPU holds a copy, which the IPU updating it sends after the optimizer
+  step, `MemoryEstimate.update_ipus`).
+- activations: the peak of a liveness walk over each stage function's ops (@main's for
+  one IPU): a value lives from its op to its last use; values received from another IPU
+  (`ipu.copy`) or from Streaming Memory live from the start of the function. Views
+  (`ipu.reshape`, `permute`, `broadcast`, `slice`, `concat`) allocate nothing and keep
+  their sources alive: PopTorch lowers them to Poplar tensor views (`reshape`,
+  `dimShuffle`, `broadcast`, `slice`, `poplar::concat`; graphcore/poptorch,
+  poptorch_compiler/lower_to_poplar/ops/Reshapes.cpp and TensorOps.cpp). The IPU's
+  figure is its largest stage function's peak (an IPU runs its stages one at a time).
+- stash: activations kept between a forward stage and its backward stage, as the
+  timeline measured them (`Timeline.stash_bytes`).
+- optimizer: `optimizer_slots` state tensors of each trainable weight's bytes, on the
+  IPU updating it: the one computing the gradient @main returns for it.
+- gradients: without gradient accumulation, the gradients @main returns (`results`
+  kinds "grad"), on the IPU computing them, and not counted again as activations; with
+  it, one accumulator per trainable weight, always live, on the IPU updating it, while
+  each micro-batch's gradient stays an activation.
+- temporary: the largest `temporary(op, ipu)` of the IPU's ops (the cost model's
+  scratch memory, injected).
+- code: vertex code and state (see `code_bytes`; an assumption, not a measured figure).
+- io: the host inputs (arguments of kind "input" or "tangent") landing on the IPU.
+
+Mutated buffers @main returns ("buffer" results) are written in place: not activations.
+
+Tensor locations (`Locations`, the plain mirror of `Options.TensorLocations`) follow
+PopART's `TensorLocationSettings`: a class stored off chip (`on_chip=False`) moves each
+of its tensors of at least `min_elements_off_chip` elements (PopART's default 2) to
+Streaming Memory, where it counts as `off_chip`; on chip remains the buffer the largest
+of them is loaded into around its use (one at a time). Replicated tensor sharding
+(`replicated_sharding`, replicas > 1, at least `min_elements_rts` elements, PopART's
+default 8192; sessionoptions.hpp of graphcore/popart) stores 1/replicas of a weight or
+of optimizer state per replica; a sharded weight is gathered into a full-size buffer to
+be used (the largest one counts), a sharded optimizer state is updated as a shard.
+Activation locations apply to the stash: off chip, it leaves the IPU (whatever its
+tensors' sizes: the timeline gives one total) and the stashed values a stage reads count
+in its liveness walk as values loaded at its start.
+
+Phased execution: weights and inputs @main streams in with `ipu.remote_load {ipu}` live
+in Streaming Memory and count on chip, with their optimizer state and accumulators, only
+in the phases that load them. An IPU's figures are those of its fullest phase; code,
+`ipu.constant`s and weights read directly are there in every phase.
+
+Class figures are peaks summed (they may fall at different times): an upper bound of
+the IPU's need, as a compiler's static allocation of always-live tensors plus its
+largest not-always-live set is.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from torch_mlir import ir
+
+from poptorch.dialects.placement import int_attribute, placement, symbol, symbol_table
+from poptorch.errors import Error
+from poptorch.runtime.machine.system import Machine, spread, value_bytes
+
+CLASSES = ("weights", "activations", "stash", "optimizer", "gradients", "temporary", "code",
+           "io")
+# ipu ops lowered to Poplar tensor views (module docstring): no memory of their own.
+VIEW_OPS = frozenset({"ipu.reshape", "ipu.permute", "ipu.broadcast", "ipu.slice",
+                      "ipu.concat"})
+# Code and vertex state per op, per tile the op runs on. Assumptions, not published or
+# measured figures (Graphcore publishes none per op; a compiled Poplar profile's memory
+# report is the measurement to replace them): each operand and result is one vertex
+# field holding a pointer and an element count (the Poplar vertex programming guide's
+# "SPAN" vector layout), taken as 4 bytes each; 64 bytes of supervisor and exchange code
+# run the op's compute set; each distinct op's codelet takes 1 KiB on every tile it is
+# used on.
+VERTEX_FIELD_BYTES = 8
+CONTROL_BYTES_PER_OP = 64
+CODELET_BYTES = 1024
+# PopART's TensorLocationSettings defaults (graphcore/popart, sessionoptions.hpp).
+MIN_ELEMENTS_OFF_CHIP = 2
+MIN_ELEMENTS_RTS = 8192
+LARGEST = 5  # tensors named per IPU
+
+
+@dataclass(frozen=True)
+class ArgInfo:
+    """One argument of @main, in order."""
+
+    name: str  # "fc1.weight", "0" (an input), ...
+    kind: str  # "parameter" | "buffer" | "constant" | "input" | "tangent"
+    trainable: bool = False
+    optimizer_slots: int = 0  # state tensors of the weight's shape: SGD 0, momentum 1, Adam 2
+
+
+@dataclass(frozen=True)
+class Location:
+    """Plain mirror of poptorch.TensorLocationSettings (None: the compiler's default)."""
+
+    on_chip: bool | None = None
+    replicated_sharding: bool | None = None
+    min_elements_off_chip: int | None = None
+    min_elements_rts: int | None = None
+
+    def off_chip(self, elements: int) -> bool:
+        minimum = MIN_ELEMENTS_OFF_CHIP if self.min_elements_off_chip is None \
+            else self.min_elements_off_chip
+        return self.on_chip is False and elements >= minimum
+
+    def sharded(self, elements: int, replicas: int) -> bool:
+        minimum = MIN_ELEMENTS_RTS if self.min_elements_rts is None else self.min_elements_rts
+        return bool(self.replicated_sharding) and replicas > 1 and elements >= minimum
+
+
+@dataclass(frozen=True)
+class Locations:
+    """Options.TensorLocations: one Location per class of tensors."""
+
+    weights: Location = Location()
+    activations: Location = Location()
+    optimizer: Location = Location()
+    accumulators: Location = Location()
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A named tensor in on-chip memory."""
+
+    name: str
+    cls: str
+    bytes: int
+
+
+@dataclass
+class IpuMemory:
+    """One IPU's estimate; with phased execution, the figures of its fullest `phase`."""
+
+    available: int
+    classes: dict[str, int]
+    largest: list[Tensor]
+    off_chip: int  # bytes this IPU keeps in Streaming Memory
+    per_tile_mean: int
+    per_tile_max: int  # the fullest compute tile (tile 0, linear mapping)
+    phase: int | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.classes.values())
+
+
+@dataclass
+class MemoryEstimate:
+    """Memory per IPU; `check()` raises the out-of-memory error."""
+
+    ipus: dict[int, IpuMemory]
+    off_chip_bytes: int  # Streaming Memory in use, each tensor once
+    tiles: int  # compute tiles per IPU (IO tiles excluded)
+    memory_bytes_per_tile: int
+    argument_ipus: dict[int, list[int]] = field(default_factory=dict)  # @main arg -> IPUs
+    # trainable @main arg -> the IPU computing the gradient @main returns for it, which
+    # holds its optimizer state and updates it (known when the gradient comes from a
+    # stage call, or from @main itself on IPU 0)
+    update_ipus: dict[int, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """Plain data for the profile report (IPU keys as strings, for JSON)."""
+        return {
+            "off_chip_bytes": self.off_chip_bytes, "tiles": self.tiles,
+            "memory_bytes_per_tile": self.memory_bytes_per_tile,
+            "ipus": {str(ipu): {
+                "available": m.available, "total": m.total, "phase": m.phase,
+                "classes": dict(m.classes), "off_chip": m.off_chip,
+                "per_tile": {"mean": m.per_tile_mean, "max": m.per_tile_max},
+                "largest": [{"name": t.name, "class": t.cls, "bytes": t.bytes}
+                            for t in m.largest]}
+                for ipu, m in sorted(self.ipus.items())},
+        }
+
+    def check(self) -> None:
+        """Raise poptorch.Error(type="out_of_memory") if an IPU needs more than it has."""
+        over = [ipu for ipu, m in sorted(self.ipus.items()) if m.total > m.available]
+        if not over:
+            return
+        ipu, m = over[0], self.ipus[over[0]]
+        classes = ", ".join(f"{c} {b:,}" for c, b in m.classes.items() if b)
+        tensors = "; ".join(f"{t.name} ({t.cls}, {t.bytes:,} bytes)" for t in m.largest)
+        others = (f" (IPU{'s' if len(over) > 2 else ''} "
+                  f"{', '.join(map(str, over[1:]))} also out of memory)" if len(over) > 1
+                  else "")
+        raise Error(
+            f"out of memory on IPU {ipu}: the model needs {m.total:,} bytes ({_mib(m.total)}) "
+            f"but the IPU has {m.available:,} bytes ({_mib(m.available)}) on its compute "
+            f"tiles{others}; by class: {classes}; largest tensors: {tensors}. To fit, split "
+            "the model over more IPUs with poptorch.BeginBlock or a "
+            "poptorch.PipelinedExecution, move tensors to Streaming Memory with "
+            "Options.TensorLocations (TensorLocationSettings().useOnChipStorage(False)), "
+            "shard weights and optimizer state over replicas with TensorLocationSettings()"
+            ".useReplicatedTensorSharding(True), or use lower precision (model.half())",
+            type="out_of_memory")
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.1f} MiB"
+
+
+def _elements(value: ir.Value) -> int:
+    return math.prod(ir.ShapedType(value.type).shape) if isinstance(
+        value.type, ir.ShapedType) else 1
+
+
+def _ops(func: ir.Operation) -> list[ir.Operation]:
+    return [op.operation for op in func.regions[0].blocks[0].operations]
+
+
+def _tiles(nbytes: int, tiles: int) -> int:
+    """Tiles a tensor of `nbytes` spreads over: at least 128 bytes a tile, from tile 0 up
+    (poplibs' linear tile mapping, `machine.spread`)."""
+    return spread(nbytes, 1, tiles)
+
+
+def _on_tile(nbytes: int, tiles: int) -> int:
+    """Bytes of the tensor on its first (fullest) tile."""
+    return math.ceil(nbytes / _tiles(nbytes, tiles))
+
+
+def code_bytes(ops: Sequence[ir.Operation], tiles: int) -> tuple[int, int]:
+    """(bytes on the IPU, bytes on tile 0) of vertex code and state for `ops`: per op, per
+    tile its largest tensor spreads over, one vertex field per operand and result and the
+    control code; per distinct op, its codelet on the tiles it runs on (constants above)."""
+    total = first = 0
+    codelets: dict[str, int] = {}
+    for op in ops:
+        if not op.name.startswith("ipu.") or op.name in VIEW_OPS or op.name == "ipu.constant":
+            continue
+        values = [*op.operands, *op.results]
+        spread = _tiles(max((value_bytes(v) for v in values), default=0), tiles)
+        per_tile = VERTEX_FIELD_BYTES * len(values) + CONTROL_BYTES_PER_OP
+        total += spread * per_tile
+        first += per_tile
+        codelets[op.name] = max(codelets.get(op.name, 0), spread)
+    return (total + CODELET_BYTES * sum(codelets.values()),
+            first + CODELET_BYTES * len(codelets))
+
+
+@dataclass
+class Peak:
+    """A function's liveness walk: the peak, the values live there, its constants."""
+
+    function: str
+    scope: ir.Operation  # the function, for naming its values
+    bytes: int = 0
+    live: list[tuple[int, ir.Value, str]] = field(default_factory=list)  # bytes, value, from
+    constants: list[tuple[int, ir.Value, str]] = field(default_factory=list)
+    _numbers: dict[ir.Value, str] | None = None
+
+    def name(self, value: ir.Value, origin: str) -> Callable[[], str]:
+        """A value's name, printed on demand (printing is slow)."""
+        if origin == "constant":
+            return lambda: f"constant {self._ssa(value)} in @{self.function}"
+        if isinstance(value, ir.OpResult):
+            return lambda: f"{value.owner.name} {self._ssa(value)} in @{self.function}"
+        return lambda: f"{self._ssa(value)} of @{self.function} ({origin})"
+
+    def _ssa(self, value: ir.Value) -> str:
+        """`%n`, numbered in the function as MLIR's printer numbers it in local scope
+        (`_local_names`; the walk only sees the entry block's arguments and ops).
+        Counted because an AsmState, or `get_name()`, runs every op's verifier first
+        (27 of an LSTM's 57 ms of memory estimate, every compile)."""
+        if self._numbers is None:
+            self._numbers = _local_names(self.scope)
+        return self._numbers[value]
+
+    def tensors(self, cls: str, which: str) -> list[tuple[int, str, Callable[[], str]]]:
+        """(bytes, class, name) of the live values ("live") or constants ("constants")."""
+        return [(size, cls, self.name(value, origin))
+                for size, value, origin in getattr(self, which)]
+
+
+def _local_names(func: ir.Operation) -> dict[ir.Value, str]:
+    """The SSA names of `func`'s entry-block arguments (`%argN`) and top-level op results
+    (`%n` in order, `%n#i` for the i-th of an op's several results)."""
+    block = func.regions[0].blocks[0]
+    names = {arg: f"%arg{i}" for i, arg in enumerate(block.arguments)}
+    number = 0
+    for op in block.operations:
+        results = list(op.results)
+        if len(results) == 1:
+            names[results[0]] = f"%{number}"
+        else:  # none, or several
+            names.update((result, f"%{number}#{i}") for i, result in enumerate(results))
+        number += bool(results)
+    return names
+
+
+def liveness(func: ir.Operation, received: Mapping[int, str] | None = None,
+             excluded: set[int] | frozenset[int] = frozenset()) -> Peak:
+    """Peak live bytes of `func`'s intermediate values (module docstring). Arguments in
+    `received` (index -> where from) are live from the start; other arguments (weights,
+    inputs, stash) are not counted, nor values returned at a position in `excluded`
+    (gradients, buffer updates). `ipu.constant`s come back as weights."""
+    received = received or {}
+    name = symbol(func)
+    buffers: list[list] = []  # [first position, last position, bytes, value, from]
+    alias: dict[ir.Value, set[int]] = {}
+    for k, arg in enumerate(func.regions[0].blocks[0].arguments):
+        alias[arg] = {len(buffers)} if k in received else set()
+        if k in received:
+            buffers.append([0, 0, value_bytes(arg), arg, received[k]])
+    peak, dropped = Peak(name, func.operation), set()
+    for i, op in enumerate(_ops(func)):
+        for value in op.operands:
+            for b in alias.get(value, ()):
+                buffers[b][1] = i
+        if op.name == "func.return":
+            dropped = set().union(*(alias.get(op.operands[k], set()) for k in excluded))
+        elif op.name == "ipu.constant":
+            alias[op.results[0]] = set()
+            peak.constants.append((value_bytes(op.results[0]), op.results[0], "constant"))
+        elif op.name in VIEW_OPS:
+            alias[op.results[0]] = set().union(*(alias.get(v, set()) for v in op.operands))
+        else:
+            for result in op.results:
+                alias[result] = {len(buffers)}
+                buffers.append([i, i, value_bytes(result), result, ""])
+    kept = [b for n, b in enumerate(buffers) if n not in dropped]
+    events = sorted([(b[0], b[2]) for b in kept] + [(b[1] + 1, -b[2]) for b in kept],
+                    key=lambda e: (e[0], e[1]))
+    live, at = 0, None
+    for position, change in events:
+        live += change
+        if live > peak.bytes:
+            peak.bytes, at = live, position
+    peak.live = sorted(((b[2], b[3], b[4]) for b in kept if at is not None
+                        and b[0] <= at <= b[1]), key=lambda t: -t[0])
+    return peak
+
+
+@dataclass
+class _Record:
+    """A tensor of a class on an IPU, in one phase or (`phase` None) in all."""
+
+    ipu: int
+    phase: int | None
+    cls: str
+    name: str
+    on_chip: int
+    off_chip: int = 0
+
+
+@dataclass
+class _Unit:
+    """A function run on an IPU: a stage call, or @main without stages."""
+
+    ipu: int
+    phase: int | None
+    ops: list[ir.Operation]
+    peak: Peak
+
+
+class _Estimator:
+    """Reads @main, places every tensor and sums them per IPU (module docstring)."""
+
+    def __init__(self, module: ir.Module, machine: Machine, args: Sequence[ArgInfo],
+                 results: Sequence[tuple[str, object]], replicas: int, accumulate: bool,
+                 locations: Locations, io_tiles: int) -> None:
+        if replicas < 1:
+            raise Error(f"replicas must be at least 1, got {replicas}", type="runtime")
+        self.replicas, self.accumulate, self.locations = replicas, accumulate, locations
+        self.tiles, self.per_tile = machine.compute_tiles(io_tiles), machine.memoryBytesPerTile
+        self.available = self.tiles * self.per_tile
+        self.functions = symbol_table(module.operation)
+        if "main" not in self.functions:
+            raise Error("the module has no func.func @main to estimate", type="runtime")
+        self.main = self.functions["main"]
+        self.params = list(self.main.regions[0].blocks[0].arguments)
+        if len(args) != len(self.params):
+            raise Error(f"@main has {len(self.params)} arguments but {len(args)} ArgInfo "
+                        "were given; describe every argument, in order", type="runtime")
+        for index, info in enumerate(args):
+            if info.kind not in ("parameter", "buffer", "constant", "input", "tangent"):
+                raise Error(f"argument {index} ({info.name}) has the unknown kind "
+                            f"'{info.kind}'", type="runtime")
+        self.args = list(args)
+        self.results = [(kind, str(name)) for kind, name in results]
+        self.records: list[_Record] = []
+        self.buffers: dict[tuple[int, str], tuple[int, str]] = {}  # (ipu, class) -> largest
+        self.units: list[_Unit] = []
+        self.uses: dict[int, set[tuple[int, int | None, bool]]] = {}
+        self.updaters: dict[int, int] = {}  # `MemoryEstimate.update_ipus`
+
+    # ---- the module's structure ------------------------------------------------------
+    @staticmethod
+    def where(call: ir.Operation) -> tuple[int, int | None]:
+        return placement(call)[1], int_attribute(call, "ipu.phase")
+
+    def returned(self, call: ir.Operation | None) -> dict[int, tuple[str, str]]:
+        """(kind, name) of the values `call` returns that @main returns, by result number
+        (@main's own results when `call` is None)."""
+        found = {}
+        for j, value in enumerate(_ops(self.main)[-1].operands):
+            kind = self.results[j] if j < len(self.results) else ("output", str(j))
+            if call is None:
+                found[j] = kind
+            elif isinstance(value, ir.OpResult) and value.owner.operation == call:
+                found[value.result_number] = kind
+        return found
+
+    def excluded(self, kinds: Mapping[int, tuple[str, str]]) -> set[int]:
+        drop = {"buffer"} if self.accumulate else {"buffer", "grad"}
+        return {k for k, (kind, _) in kinds.items() if kind in drop}
+
+    def source(self, value: ir.Value, ipu: int) -> tuple[str, object]:
+        """Where a stage call's operand comes from: ("arg", (index, streamed)),
+        ("received", from where) or ("stash", None)."""
+        if not isinstance(value, ir.OpResult):
+            return "arg", (value.arg_number, False)
+        owner = value.owner.operation
+        if owner.name == "ipu.copy":
+            return "received", f"copied from IPU {int_attribute(owner, 'src_ipu')}"
+        if owner.name == "ipu.remote_load":
+            inner = owner.operands[0]
+            if not isinstance(inner, ir.OpResult):
+                return "arg", (inner.arg_number, True)
+            return "received", "loaded from Streaming Memory"
+        if owner.name == "func.call" and "ipu.stage" in owner.attributes:
+            src = self.where(owner)[0]
+            return ("stash", None) if src == ipu else ("received", f"from IPU {src}")
+        return "received", f"from {owner.name}"
+
+    def read(self) -> None:
+        """Units (functions run per IPU), argument uses, gradients and the IPUs updating
+        the weights."""
+        calls = [op for op in _ops(self.main)
+                 if op.name == "func.call" and "ipu.stage" in op.attributes]
+        self.updaters = self.gradient_ipus(bool(calls))
+        if not calls:
+            kinds = self.returned(None)
+            for index, arg in enumerate(self.params):
+                if any(use.owner.name != "func.return" for use in arg.uses):
+                    self.uses.setdefault(index, set()).add((0, None, False))
+            self.unit(0, None, self.main, {}, kinds)
+        for call in calls:
+            ipu, phase = self.where(call)
+            received: dict[int, str] = {}
+            for k, operand in enumerate(call.operands):
+                kind, info = self.source(operand, ipu)
+                if kind == "arg":
+                    index, streamed = info
+                    self.uses.setdefault(index, set()).add(
+                        (ipu, phase if streamed else None, streamed))
+                elif kind == "received":
+                    received[k] = info
+                elif self.locations.activations.on_chip is False:  # stash off chip
+                    received[k] = "restored from Streaming Memory"
+            name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+            if name not in self.functions:
+                raise Error(f"@main calls @{name}, which the module does not define",
+                            type="runtime")
+            self.unit(ipu, phase, self.functions[name], received, self.returned(call))
+
+    def gradient_ipus(self, staged: bool) -> dict[int, int]:
+        """Trainable argument index -> the IPU computing the gradient @main returns for
+        it: the stage call's (or the `ipu.copy`'s destination), IPU 0 without stages."""
+        index = {info.name: k for k, info in enumerate(self.args) if info.trainable}
+        found = {}
+        for value, (kind, name) in zip(_ops(self.main)[-1].operands, self.results,
+                                       strict=False):
+            if kind != "grad" or name not in index:
+                continue
+            owner = value.owner.operation if isinstance(value, ir.OpResult) else None
+            if not staged:
+                found[index[name]] = 0
+            elif owner is not None and owner.name == "ipu.copy":
+                found[index[name]] = int_attribute(owner, "dst_ipu")
+            elif owner is not None and owner.name == "func.call" and "ipu.stage" in \
+                    owner.attributes:
+                found[index[name]] = placement(owner)[1]
+        return found
+
+    def unit(self, ipu: int, phase: int | None, func: ir.Operation,
+             received: dict[int, str], kinds: dict[int, tuple[str, str]]) -> None:
+        ops = [op for op in _ops(func) if op.name not in ("func.return", "func.call")]
+        self.units.append(_Unit(ipu, phase, ops, liveness(func, received, self.excluded(kinds))))
+        if not self.accumulate:
+            ret = _ops(func)[-1]
+            for k, (kind, what) in kinds.items():
+                if kind == "grad":
+                    self.records.append(_Record(ipu, phase, "gradients", f"{what} (gradient)",
+                                                value_bytes(ret.operands[k])))
+
+    # ---- weights, optimizer state, accumulators, inputs, stash ----------------------
+    def place_arguments(self) -> None:
+        loc = self.locations
+        accumulators = Location(loc.accumulators.on_chip, None,
+                                loc.accumulators.min_elements_off_chip)  # no RTS
+        for index, places in sorted(self.uses.items()):
+            info, value = self.args[index], self.params[index]
+            size, n = value_bytes(value), _elements(value)
+            # a weight held on several IPUs has its state on the one updating it
+            updater = self.updaters.get(index)
+            if updater not in {ipu for ipu, _, _ in places}:
+                updater = None
+            for ipu, phase, streamed in sorted(places, key=lambda p: (p[0], p[1] or 0)):
+                if info.kind in ("input", "tangent"):
+                    self.records.append(_Record(ipu, phase, "io", f"input {info.name}", size))
+                    continue
+                self.stored(ipu, phase, streamed, "weights", info.name, size, n,
+                            loc.weights, gather=True)
+                if updater is not None and ipu != updater:
+                    continue
+                if info.trainable and info.optimizer_slots:
+                    self.stored(ipu, phase, streamed, "optimizer",
+                                f"{info.name} (optimizer state x{info.optimizer_slots})",
+                                size * info.optimizer_slots, n, loc.optimizer, gather=False)
+                if info.trainable and self.accumulate:
+                    self.stored(ipu, phase, streamed, "gradients", f"{info.name} (accumulator)",
+                                size, n, accumulators, gather=False)
+
+    def stored(self, ipu: int, phase: int | None, streamed: bool, cls: str, name: str,
+               size: int, elements: int, location: Location, gather: bool) -> None:
+        """Record a weight-like tensor where its location and sharding put it."""
+        sharded = location.sharded(elements, self.replicas)
+        stored = math.ceil(size / self.replicas) if sharded else size
+        if streamed:  # phased execution: on chip in its phase, in Streaming Memory always
+            self.records.append(_Record(ipu, phase, cls, name, size, stored))
+        elif location.off_chip(elements):
+            self.records.append(_Record(ipu, None, cls, name, 0, stored))
+            self.buffer(ipu, cls, f"{name} (loaded from Streaming Memory)",
+                        size if gather else stored)
+        else:
+            self.records.append(_Record(ipu, None, cls, name, stored))
+            if sharded and gather:
+                self.buffer(ipu, cls, f"{name} (gathered from replicas)", size)
+
+    def buffer(self, ipu: int, cls: str, name: str, size: int) -> None:
+        """Off-chip and sharded tensors of a class share the buffer of the largest."""
+        if size > self.buffers.get((ipu, cls), (0, ""))[0]:
+            self.buffers[ipu, cls] = (size, name)
+
+    def place_stash(self, stash_bytes: Mapping[int, int]) -> None:
+        for ipu, size in sorted(stash_bytes.items()):
+            if not size:
+                continue
+            name = f"stashed activations (IPU {ipu})"
+            off = self.locations.activations.on_chip is False
+            self.records.append(_Record(ipu, None, "stash", name, 0 if off else size,
+                                        size if off else 0))
+
+    # ---- per IPU ------------------------------------------------------------------------
+    def ipu_memory(self, ipu: int, temporary: Callable[[ir.Operation, int], int]) -> IpuMemory:
+        units = [u for u in self.units if u.ipu == ipu]
+        code, code_first = code_bytes([op for u in units for op in u.ops], self.tiles)
+        constants = [t for u in units for t in u.peak.tensors("weights", "constants")]
+        best = None
+        for phase in sorted({u.phase for u in units}, key=lambda p: -1 if p is None else p):
+            here = [u for u in units if u.phase == phase]
+            records = [r for r in self.records
+                       if r.ipu == ipu and r.phase in (None, phase) and r.on_chip]
+            classes = dict.fromkeys(CLASSES, 0)
+            for r in records:
+                classes[r.cls] += r.on_chip
+            classes["weights"] += sum(size for size, _, _ in constants)
+            act = max(here, key=lambda u: u.peak.bytes)
+            classes["activations"] = act.peak.bytes
+            scratch = max(((temporary(op, ipu), op) for u in here for op in u.ops),
+                          key=lambda t: t[0], default=(0, None))
+            classes["temporary"], classes["code"] = scratch[0], code
+            if best is None or sum(classes.values()) > sum(best[1].values()):
+                best = (phase, classes, records, act, scratch)
+        phase, classes, records, act, (scratch, scratch_op) = best
+        tensors = [(r.on_chip, r.cls, lambda r=r: r.name) for r in records]
+        tensors += constants + act.peak.tensors("activations", "live")
+        first = code_first + sum(_on_tile(size, self.tiles) for size, _, _ in tensors)
+        if scratch_op is not None:
+            spread = max((value_bytes(v) for v in [*scratch_op.operands, *scratch_op.results]),
+                         default=0)
+            first += math.ceil(scratch / _tiles(spread, self.tiles))
+        largest = sorted(tensors, key=lambda t: -t[0])[:LARGEST]
+        off = {r.name: r.off_chip for r in self.records if r.ipu == ipu and r.off_chip}
+        total = sum(classes.values())
+        return IpuMemory(self.available, classes,
+                         [Tensor(name(), cls, size) for size, cls, name in largest],
+                         sum(off.values()), math.ceil(total / self.tiles), first, phase)
+
+    def estimate(self, stash_bytes: Mapping[int, int],
+                 temporary: Callable[[ir.Operation, int], int]) -> MemoryEstimate:
+        self.read()
+        self.place_arguments()
+        self.place_stash(stash_bytes)
+        for (ipu, cls), (size, name) in sorted(self.buffers.items()):
+            self.records.append(_Record(ipu, None, cls, name, size))
+        ipus = {ipu: self.ipu_memory(ipu, temporary)
+                for ipu in sorted({u.ipu for u in self.units})}
+        off_chip = {r.name: r.off_chip for r in self.records if r.off_chip}
+        return MemoryEstimate(ipus, sum(off_chip.values()), self.tiles, self.per_tile,
+                              {index: sorted({ipu for ipu, _, _ in places})
+                               for index, places in sorted(self.uses.items())},
+                              dict(sorted(self.updaters.items())))
+
+
+def estimate(module: ir.Module, machine: Machine, args: Sequence[ArgInfo], *,
+             results: Sequence[tuple[str, object]] = (), replicas: int = 1,
+             accumulate: bool = False, stash_bytes: Mapping[int, int] | None = None,
+             locations: Locations = Locations(), io_tiles: int = 0,
+             temporary: Callable[[ir.Operation, int], int] = lambda op, ipu: 0
+             ) -> MemoryEstimate:
+    """The memory each IPU of `machine` needs to run `module` (see the module docstring).
+
+    `args` describe @main's arguments in order; `results` gives (kind, name) for @main's
+    results in order ("output", "grad" or "buffer"; as `TrainingCaptured.results`),
+    missing ones being outputs; `replicas` is the replication factor; `accumulate` says
+    that gradients are accumulated over micro-batches; `stash_bytes` is
+    `Timeline.stash_bytes`; `io_tiles` are taken from every IPU's compute tiles (their
+    memory holds streams); `temporary(op, ipu)` is the cost model's scratch bytes of an op.
+    """
+    estimator = _Estimator(module, machine, args, results, replicas, accumulate, locations,
+                           io_tiles)
+    return estimator.estimate(stash_bytes or {}, temporary)
