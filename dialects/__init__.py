@@ -53,6 +53,7 @@ __all__ = [
     "keep_irdl",
     "linear",
     "make_context",
+    "op_class",
     "optimizer",
     "reduction",
     "replica_group",
@@ -60,6 +61,22 @@ __all__ = [
     "structure",
     "torch_mlir_version",
 ]
+
+
+_OP_CLASSES: dict[str, type] = {}
+
+
+def op_class(op: ir.Operation | ir.OpView | str) -> type | None:
+    """The class of an ipu op (given the op or its name, "ipu.relu"), None for an op of
+    another dialect. Tables of the passes, the JIT and the machine model are keyed by
+    these classes; this look-up by name is cheaper than building the op's view."""
+    name = op if isinstance(op, str) else op.name
+    found = _OP_CLASSES.get(name)
+    if found is None and len(_OP_CLASSES) != len(Ipu.operations):
+        _OP_CLASSES.clear()
+        _OP_CLASSES.update((cls.OPERATION_NAME, cls) for cls in Ipu.operations)
+        found = _OP_CLASSES.get(name)
+    return found
 
 
 @functools.cache
