@@ -1,6 +1,7 @@
 # Two entry points, both self-contained from a fresh clone:
 #   make demo   set up .venv and run the main job
-#   make test   set up .venv and run every test (ruff, lit, pytest on one worker per core)
+#   make test   set up .venv and run every test (ruff, the layout check, lit, pytest on one
+#               worker per core)
 #   make bench  set up .venv and run the benchmarks against PyTorch on CPU (bench/run.py)
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -20,6 +21,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) test/check_layout.py
 	$(VENV)/bin/lit -sv test
 	$(PY) -m pytest -n auto
 

@@ -18,6 +18,8 @@ from typing import Any
 import torch
 import torch.fx.traceback as fxtb
 
+from poptorch.errors import Error
+
 _state = threading.local()
 
 
@@ -138,8 +140,6 @@ def BeginBlock(layer_to_call: torch.nn.Module, user_id: str | None = None,  # no
     """Start a block at `layer_to_call`: it and everything after it, until the next
     BeginBlock, is in the block. Returns the module (spec 4.4.1)."""
     if not isinstance(layer_to_call, torch.nn.Module):
-        from poptorch.errors import Error
-
         raise Error(f"BeginBlock needs a torch.nn.Module, got {type(layer_to_call).__name__}",
                     type="api")
     removeBlocks(layer_to_call, recurse=False)
@@ -158,8 +158,6 @@ def placeLayers(layers, layers_per_ipu) -> list[str]:  # noqa: N802 - PopTorch's
 
         poptorch.placeLayers(model.bert.encoder.layer, [3, 7, 7, 7])
     """
-    from poptorch.errors import Error
-
     modules = list(layers) if not isinstance(layers, torch.nn.Module) or \
         isinstance(layers, torch.nn.ModuleList | torch.nn.Sequential) else None
     if modules is None or not all(isinstance(m, torch.nn.Module) for m in modules):

@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 import torch.fx.traceback as fxtb
+from torch._export.utils import _compiling_state_context
 from torch.export.graph_signature import ConstantArgument, InputKind, OutputKind
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils import _pytree as pytree
 from torch_mlir import ir
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
@@ -38,6 +40,7 @@ from torch_mlir.extras.fx_importer import (
 )
 
 from poptorch._frontend import tied
+from poptorch._frontend.annotations import capture_scope
 from poptorch.errors import Error
 
 ANNOTATION_PREFIX = "ipu."
@@ -164,11 +167,6 @@ def tracing_contexts(model: torch.nn.Module) -> list:
     decomposition, in the forward or the backward, and torch.export's own "exporting"
     state, in the training capture too: libraries skip their data-dependent Python
     checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`)."""
-    from torch._export.utils import _compiling_state_context
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    from poptorch._frontend.annotations import capture_scope
-
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
             torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
             _compiling_state_context()]

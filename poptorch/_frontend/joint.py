@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 from torch._functorch.aot_autograd import aot_export_joint_with_descriptors
+from torch.fx.experimental.proxy_tensor import _MakefxTracer
 from torch.utils import _pytree as pytree
 
 from poptorch import ops
@@ -69,8 +70,6 @@ def _stack_traces():
     """Record the Python stack of every traced op, as torch.export does for inference, so
     that an error in the training graph names the model's line: aot_export traces with
     make_fx's tracer, whose `record_stack_traces` it leaves off and does not expose."""
-    from torch.fx.experimental.proxy_tensor import _MakefxTracer
-
     init = _MakefxTracer.__init__
 
     def recording(self, *args, **kwargs):

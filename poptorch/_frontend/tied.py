@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 import torch
+from torch.export.graph_signature import InputKind
 
 
 def aliases(named: Iterable[tuple[str, torch.Tensor]]) -> dict[str, str]:
@@ -99,8 +100,6 @@ def merge_exported(program: torch.export.ExportedProgram,
                    model: torch.nn.Module) -> tuple[set[int], dict[str, str]]:
     """`merge_tied` on a torch.export program of `model`, in place: returns the indices
     of the input specs whose placeholders were erased and {alias: first name}."""
-    from torch.export.graph_signature import InputKind
-
     alias_of = module_aliases(model)
     if not alias_of:
         return set(), alias_of
