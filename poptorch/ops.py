@@ -9,6 +9,8 @@ import traceback
 
 import torch
 
+from poptorch.errors import Error
+
 
 @torch.library.custom_op("poptorch::nop", mutates_args=())
 def _nop(tensor: torch.Tensor) -> torch.Tensor:
@@ -88,8 +90,6 @@ def set_available_memory(tensor: torch.Tensor,
     Less temporary memory makes the machine model's plan of the op serialise its
     exchange into more steps (more cycles, see `poptorch.runtime.machine.cost`).
     """
-    from poptorch.errors import Error
-
     value = available_memory_proportion
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         raise Error("set_available_memory: available_memory_proportion must be a proportion "
@@ -135,8 +135,6 @@ _identity_loss.register_autograd(_identity_loss_backward, setup_context=_identit
 def identity_loss(x: torch.Tensor, reduction: str) -> torch.Tensor:
     """Mark `x` as the loss (spec 4.6.3): backpropagate a gradient of ones through it,
     after reducing it with `reduction` ("sum", "mean" or "none")."""
-    from poptorch.errors import Error
-
     if reduction not in _REDUCTIONS:
         raise Error(f"identity_loss reduction must be one of {', '.join(_REDUCTIONS)}, "
                     f"got {reduction!r}", type="api")

@@ -7,7 +7,12 @@ built from.
 - `strategies.py`: the execution strategies (`PipelinedExecution`, `Stage`, `Phase`...).
 - `config_file.py`: `Options.loadFromFile`'s file format.
 - `schema.py`: which options exist, which are compile-time or run-time, and freezing.
-- `serialise.py`: options to and from JSON (executables, the executable cache, `toDict`).
+- `encoding.py`: an option value as JSON data and as text (`str(options)`).
+- `serialise.py`: options to and from a JSON document (executable files, the executable
+  cache), run-time options applied to a loaded executable, compile-time differences.
+
+Layers, lowest first (each imports only those before it): `categories`, `config_file`,
+`schema`, `strategies`, `encoding`, `options`, `serialise`.
 """
 
 from poptorch.options.categories import TensorLocationSettings

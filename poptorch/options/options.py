@@ -36,13 +36,12 @@ from poptorch.options.categories import (
 )
 from poptorch.options.config_file import CATEGORIES as _CATEGORIES
 from poptorch.options.config_file import load_config
+from poptorch.options.encoding import STRATEGIES, options_text
 from poptorch.options.schema import freeze
+from poptorch.options.strategies import _Strategy
+from poptorch.runtime.machine.system import DEVICE_COUNT
 
 __all__ = ["Options", "TensorLocationSettings"]
-
-_STRATEGIES = ("PipelinedExecution", "ShardedExecution", "SerialPhasedExecution",
-               "ParallelPhasedExecution")
-
 
 class Options(OptionsGroup):
     """Set of all options controlling how a model is compiled and executed.
@@ -197,8 +196,6 @@ class Options(OptionsGroup):
         IPU-POD64, 0-63 are single IPUs, then devices of 2 (64-95), 4 (96-111), 8
         (112-119), 16 (120-123), 32 (124-125) and 64 IPUs (126). Its IPU count must be the
         compiled model's IPUs x replicationFactor, which attaching checks."""
-        from poptorch.runtime.machine.system import DEVICE_COUNT
-
         ipu_id = check_int("useIpuId: ipu_id", ipu_id, 0)
         if ipu_id >= DEVICE_COUNT:
             raise Error(f"useIpuId: ipu_id must be a device ID of the simulated IPU-POD64, "
@@ -244,11 +241,9 @@ class Options(OptionsGroup):
 
     def setExecutionStrategy(self, strategy: Any) -> Options:  # noqa: N802
         """Partition the graph with this execution strategy."""
-        from poptorch.options.strategies import _Strategy
-
         if not isinstance(strategy, _Strategy):
             raise Error(f"setExecutionStrategy: strategy must be an instance of "
-                        f"poptorch.{', poptorch.'.join(_STRATEGIES)}, got {shown(strategy)}",
+                        f"poptorch.{', poptorch.'.join(STRATEGIES)}, got {shown(strategy)}",
                         type="options")
         self.execution_strategy = strategy
         return self
@@ -381,8 +376,6 @@ class Options(OptionsGroup):
 
     def __str__(self) -> str:
         """One `name = value` line per option, category options as `Category.name`."""
-        from poptorch.options.serialise import options_text
-
         return options_text(self)
 
     def __repr__(self) -> str:

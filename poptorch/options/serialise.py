@@ -1,112 +1,51 @@
 """poptorch.Options as data: a JSON document (stored in executable files) and back, the
 run-time options applied to a loaded executable (spec 4.10.2) and the compile-time ones
-it ignores, and the `name = value` listing of `str(options)`.
+it ignores.
 
 A document holds every option by attribute name, categories as nested objects:
 `{"format": "poptorch.Options", "version": 1, "values": {"device_iterations": 4, ...,
-"Training": {"gradient_accumulation": 2, ...}, ...}}`. Values that JSON lacks are
-objects of one tagged entry: `{"enum": "OutputMode.All"}`, `{"dtype": "float16"}`,
-`{"tuple": [...]}`, `{"dict": [[key, value], ...]}`, `{"tensor_location": {...}}`,
-`{"strategy": {"type": "PipelinedExecution", ...}}`. Reading one calls the option
-methods, so it refuses what they refuse.
+"Training": {"gradient_accumulation": 2, ...}, ...}}`; each value is encoded as
+`encoding.py` says. Reading one calls the option methods, so it refuses what they refuse.
 """
 
 from __future__ import annotations
 
 import copy
-import enum
 import functools
 from typing import Any
 
 import torch
 
-from poptorch import enums
 from poptorch.enums import AutoStage
 from poptorch.errors import Error
-from poptorch.options import Options
 from poptorch.options.categories import OptionsGroup, TensorLocationSettings, check_enum, shown
 from poptorch.options.config_file import CATEGORIES
-from poptorch.options.schema import CALLS, METHODS, RUN_TIME_OPTIONS, brief, option_groups
+from poptorch.options.encoding import ENUMS, MAX_INT_BITS, STRATEGIES, encode, encode_group
+from poptorch.options.options import Options
+from poptorch.options.schema import CALLS, METHODS, RUN_TIME_OPTIONS, brief
 from poptorch.options.strategies import (
-    ParallelPhasedExecution,
     Phase,
     PipelinedExecution,
-    SerialPhasedExecution,
-    ShardedExecution,
     Stage,
     _PhasedExecution,
     _Strategy,
 )
 
+__all__ = ["RUN_TIME_OPTIONS", "apply_run_time", "compile_time_differences",
+           "options_from_json", "options_to_json"]
+
 FORMAT, VERSION = "poptorch.Options", 1
 MAX_DEPTH = 16  # nesting of a value; the deepest the options write is 6
-MAX_INT_BITS = 64
 
-_STRATEGIES = {cls.__name__: cls for cls in (PipelinedExecution, ShardedExecution,
-                                             SerialPhasedExecution, ParallelPhasedExecution)}
 _DTYPES = {str(v).removeprefix("torch."): v for v in vars(torch).values()
            if isinstance(v, torch.dtype)}
-_ENUMS = {name: value for name, value in vars(enums).items()
-          if isinstance(value, type) and issubclass(value, enum.Enum)
-          and value.__module__ == enums.__name__}
-
-
-# ---- encoding --------------------------------------------------------------------------
-def _encode(where: str, value: Any) -> Any:
-    """`value` as JSON data (see the module docstring)."""
-    if type(value) is int and value.bit_length() > MAX_INT_BITS:
-        raise Error(f"options_to_json: option {where} holds {shown(value)}, more than an "
-                    f"option's {MAX_INT_BITS} bits", type="options")
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if type(value) is list:
-        return [_encode(where, v) for v in value]
-    if type(value) is tuple:
-        return {"tuple": [_encode(where, v) for v in value]}
-    if type(value) is dict:
-        return {"dict": [[_encode(where, k), _encode(where, v)] for k, v in value.items()]}
-    if isinstance(value, enum.Enum) and _ENUMS.get(type(value).__name__) is type(value):
-        return {"enum": f"{type(value).__name__}.{value.name}"}
-    if isinstance(value, torch.dtype):
-        return {"dtype": str(value).removeprefix("torch.")}
-    if type(value) is TensorLocationSettings:
-        return {"tensor_location": _encode_group(where + ".", value)}
-    if type(value) in _STRATEGIES.values():
-        return {"strategy": _encode_strategy(where, value)}
-    raise Error(f"options_to_json: option {where} holds {brief(value)}, which cannot be "
-                f"stored: only numbers, str, None, lists, tuples, dicts, poptorch enums, torch "
-                f"dtypes, TensorLocationSettings and poptorch.{', poptorch.'.join(_STRATEGIES)}",
-                type="options")
-
-
-def _encode_group(prefix: str, group: OptionsGroup) -> dict[str, Any]:
-    return {name: _encode(prefix + name, value) for name, value in group._values().items()}
-
-
-def _encode_strategy(where: str, strategy: _Strategy) -> dict[str, Any]:
-    def stages(items: list[Stage]) -> list[dict[str, Any]]:
-        return [{"blocks": list(s._blocks), "ipu": s._ipu} for s in items]
-
-    fields: dict[str, Any] = {"type": type(strategy).__name__}
-    if isinstance(strategy, _PhasedExecution):
-        fields["phases"] = [{"stages": stages(p.stages), "ipus": None if p._ipus is None
-                             else _encode(where, list(p._ipus))} for p in strategy._phases]
-        fields["liveness"] = _encode(where, strategy._liveness)
-        fields["separate_backward"] = strategy._separate_backward
-    else:
-        fields["auto_stage"] = _encode(where, strategy._auto)
-        fields["stages"] = stages(strategy._stages)
-    if isinstance(strategy, PipelinedExecution):
-        fields["schedule"] = _encode(where, strategy._schedule)
-        fields["recompute"] = strategy._recompute
-    return fields
 
 
 def options_to_json(options: Options) -> dict[str, Any]:
     """Every option value of `options` as JSON data (json.dumps writes it)."""
-    values = _encode_group("", options)
+    values = encode_group("", options)
     for name in CATEGORIES:
-        values[name] = _encode_group(f"{name}.", getattr(options, name))
+        values[name] = encode_group(f"{name}.", getattr(options, name))
     return {"format": FORMAT, "version": VERSION, "values": values}
 
 
@@ -131,7 +70,7 @@ def _list(what: str, value: Any) -> list[Any]:
 
 
 def _decode(value: Any, depth: int = 0) -> Any:
-    """The option value that `_encode` wrote as `value`; an Error for anything else."""
+    """The option value that `encode` wrote as `value`; an Error for anything else."""
     if depth > MAX_DEPTH:
         raise Error(f"the value is nested more than {MAX_DEPTH} levels deep", type="options")
     if type(value) is int and value.bit_length() > MAX_INT_BITS:
@@ -158,7 +97,7 @@ def _decode(value: Any, depth: int = 0) -> Any:
         return result
     if tag == "enum" and type(payload) is str:
         type_name, _, member = payload.partition(".")
-        enum_type = _ENUMS.get(type_name)
+        enum_type = ENUMS.get(type_name)
         if enum_type is None or member not in enum_type.__members__:
             raise Error(f"{brief(payload)} is not a poptorch enum value", type="options")
         return enum_type[member]
@@ -180,9 +119,9 @@ def _decode(value: Any, depth: int = 0) -> Any:
 def _decode_strategy(payload: Any, depth: int) -> _Strategy:
     """An execution strategy, built with its own constructors and methods."""
     kind = payload.get("type") if type(payload) is dict else None
-    cls = _STRATEGIES.get(kind) if type(kind) is str else None
+    cls = STRATEGIES.get(kind) if type(kind) is str else None
     if cls is None:
-        raise Error(f"the strategy's type must be one of {', '.join(_STRATEGIES)}, got "
+        raise Error(f"the strategy's type must be one of {', '.join(STRATEGIES)}, got "
                     f"{brief(kind)}", type="options")
     phased = issubclass(cls, _PhasedExecution)
     keys = (["type", "phases", "liveness", "separate_backward"] if phased
@@ -258,7 +197,7 @@ def _read_group(prefix: str, group: OptionsGroup, data: dict[str, Any]) -> None:
     for name in data:
         method = methods.get(name, "")
         names = [n for n in data if methods.get(n) == method] if method else [name]
-        if method in done or all(_same(data[n], _encode(prefix + n, getattr(group, n)))
+        if method in done or all(_same(data[n], encode(prefix + n, getattr(group, n)))
                                  for n in names):
             continue
         if not method:
@@ -332,7 +271,7 @@ def apply_run_time(target: Options, source: Options) -> None:
 
 def _equal(where: str, a: Any, b: Any) -> bool:
     try:
-        return _same(_encode(where, a), _encode(where, b))
+        return _same(encode(where, a), encode(where, b))
     except Error:  # a value options_to_json refuses (a user's strategy class)
         return a is b
 
@@ -349,44 +288,3 @@ def compile_time_differences(a: Options, b: Options) -> list[str]:
                     and not _equal(prefix + attribute, value, getattr(group_b, attribute))):
                 names.append(name)
     return names
-
-
-# ---- str(options) ------------------------------------------------------------------------
-def _show(value: Any) -> str:
-    """A value as a user writes it: enum members as `Type.Member`, dtypes as `torch.x`."""
-    if isinstance(value, enum.Enum):
-        return f"{type(value).__name__}.{value.name}"
-    if isinstance(value, torch.dtype):
-        return str(value)
-    if type(value) in (list, tuple):
-        items = ", ".join(map(_show, value))
-        return f"[{items}]" if type(value) is list else f"({items}{',' * (len(value) == 1)})"
-    if type(value) is dict:
-        return "{" + ", ".join(f"{_show(k)}: {_show(v)}" for k, v in value.items()) + "}"
-    if type(value) in _STRATEGIES.values():
-        fields = _encode_strategy("execution_strategy", value)
-        kind = fields.pop("type")
-        return f"{kind}({', '.join(f'{k}={_show_json(v)}' for k, v in fields.items())})"
-    return shown(value)
-
-
-def _show_json(value: Any) -> str:
-    """Encoded strategy fields: enums as `Type.Member`, stages as `{blocks: [...], ...}`."""
-    if type(value) is dict and set(value) == {"enum"}:
-        return value["enum"]
-    if type(value) is dict:
-        return "{" + ", ".join(f"{k}: {_show_json(v)}" for k, v in value.items()) + "}"
-    if type(value) is list:
-        return "[" + ", ".join(map(_show_json, value)) + "]"
-    return repr(value)
-
-
-def options_text(options: Options) -> str:
-    """str(options): one `name = value` line per option, `Category.name` in categories
-    and `Category.name.setting` for TensorLocationSettings."""
-    lines = []
-    for prefix, group in option_groups(options):
-        for name, value in group._values().items():
-            if not isinstance(value, OptionsGroup):  # settings: their own lines
-                lines.append(f"{prefix}{name} = {_show(value)}")
-    return "\n".join(lines)
