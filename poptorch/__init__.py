@@ -10,9 +10,8 @@ need the compiler, such as `ipu-opt`, start without importing torch.
 
 import importlib
 
+from poptorch._version import __version__
 from poptorch.errors import Error, RecoverableError, UnrecoverableError
-
-__version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY = {
@@ -46,7 +45,7 @@ _LAZY = {
     "ipuHardwareIsAvailable": "poptorch._executor.hardware",
     "ipuHardwareVersion": "poptorch._executor.hardware",
     "setLogLevel": "poptorch._logging",
-    "load": "poptorch._executor.persistence",
+    "load": "poptorch._api",
 }
 
 

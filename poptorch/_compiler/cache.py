@@ -1,7 +1,7 @@
 """Executable caching (spec 4.10.1): `enableExecutableCaching(dir)` / POPTORCH_CACHE_DIR.
 
-A cache entry is a compiled program in the executable file format (`_executable`), named
-by a SHA-256 key over everything the capture and the compiler read:
+A cache entry is a compiled program in the executable file format (`executable_file.py`),
+named by a SHA-256 key over everything the capture and the compiler read:
 
 - the model: its classes and the code of every function its forward can reach (user
   code by bytecode, constants, defaults, closures and the globals it names; torch's and
@@ -30,8 +30,10 @@ import json
 import os
 import sys
 import sysconfig
+import time
 import types
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -42,6 +44,8 @@ from poptorch._compiler import driver, executable_file
 from poptorch._logging import logger
 from poptorch.dialects import keep_irdl
 from poptorch.errors import Error
+from poptorch.options import Options
+from poptorch.options.serialise import apply_run_time, options_to_json
 
 _MAX_NODES = 200_000
 _MAX_DEPTH = 200
@@ -253,17 +257,15 @@ class Fingerprint:
                         self.value(vars(value)[attribute], depth + 1)
 
 
-def key_of(executor: Any, model: torch.nn.Module, args: tuple, kwargs: dict) -> str | None:
-    """The cache key of compiling `model` for these (micro-batch) inputs, or None when the
-    model cannot be fingerprinted (the reason is logged)."""
-    from poptorch.options import Options
-    from poptorch.options.serialise import apply_run_time, options_to_json
-
+def key_of(training: bool, options: Options, groupings: Mapping[str, Any],
+           model: torch.nn.Module, args: tuple, kwargs: dict) -> str | None:
+    """The cache key of compiling `model` for these (micro-batch) inputs, with these
+    options and replica groupings, for training or inference; None when the model cannot
+    be fingerprinted (the reason is logged)."""
     fp = Fingerprint((*model.parameters(), *model.buffers()))
     fp.add("versions", sorted(executable_file.versions().items()), executable_file.FORMAT_VERSION)
-    fp.add("kind", "training" if executor._training else "inference",
-           torch.get_default_dtype())
-    compile_time = executor.options.clone()  # run-time options do not change the program
+    fp.add("kind", "training" if training else "inference", torch.get_default_dtype())
+    compile_time = options.clone()  # run-time options do not change the program
     apply_run_time(compile_time, Options())
     fp.add("options", json.dumps(options_to_json(compile_time), sort_keys=True))
     leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
@@ -274,13 +276,29 @@ def key_of(executor: Any, model: torch.nn.Module, args: tuple, kwargs: dict) -> 
                 fp.tensor_meta(leaf)
             else:
                 fp.value(leaf)
-        fp.value(executor._groupings)
+        fp.value(groupings)
         fp.value(model)
     except Opaque as reason:
         logger.info("executable cache not used: the model cannot be fingerprinted (%s)",
                     reason)
         return None
     return fp.hexdigest()
+
+
+def lookup(directory: str | None, training: bool, options: Options,
+           groupings: Mapping[str, Any], model: torch.nn.Module, args: tuple, kwargs: dict
+           ) -> tuple[str | None, driver.Compiled | None, dict[str, float]]:
+    """With a cache `directory`: the key of this compilation (`key_of`), its cached
+    program or None, and the time the fingerprint (and the read) took; without one,
+    (None, None, {})."""
+    start = time.perf_counter()
+    key = key_of(training, options, groupings, model, args, kwargs) if directory else None
+    keyed_at = time.perf_counter()
+    compiled = load(directory, key, training) if key else None
+    timings = {"fingerprint": keyed_at - start} if key else {}
+    if compiled:
+        compiled.timings = {**timings, "cache read": time.perf_counter() - keyed_at}
+    return key, compiled, timings
 
 
 def _path(directory: str, key: str) -> str:

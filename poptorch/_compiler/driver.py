@@ -190,7 +190,7 @@ def compile_captured(captured, dump_dir: str | None = None,
     an inference `capture.Captured` or a training `_training.TrainingCaptured`).
 
     `multi_ipu` are the execution strategy's pipeline steps. The lowered module stays
-    alive in the result for the machine model (`_device_model`), which the executor
+    alive in the result for the machine model (`_executor/figures.py`), which the executor
     runs. `progress` advances once for the import, each pipeline step and the JIT."""
     timings: dict[str, float] = {}
     context = make_context()

@@ -8,7 +8,7 @@ The header names the format version, the poptorch-mlir, torch and torch-mlir ver
 the kind of file and its sections' names and sizes. Sections are UTF-8 MLIR text (the
 lowered ipu module), JSON (metadata) and safetensors (tensors); an exported Python model
 (`export_model=True`) is a pickle section that only `poptorch.load` reads (see
-`_persistence`). Reading checks, in order: the signature, the header, the format
+`_executor/persistence.py`). Reading checks, in order: the signature, the header, the format
 version, the content hash, then the poptorch-mlir version (the spec asks for an exact
 match); anything else is a `poptorch.Error` saying what is wrong with which file.
 Writing goes to a temporary file in the same directory, renamed over the target, so a
@@ -35,6 +35,7 @@ from torch_mlir import ir
 from poptorch._compiler import driver
 from poptorch._frontend import capture, joint
 from poptorch._frontend.capture import dtype_name, dtype_named
+from poptorch._version import __version__
 from poptorch.dialects import make_context, torch_mlir_version
 from poptorch.dialects.types import element_type_of
 from poptorch.errors import Error
@@ -54,8 +55,6 @@ def versions() -> dict[str, str]:
 
 @functools.cache
 def _versions() -> tuple[tuple[str, str], ...]:
-    from poptorch import __version__
-
     return (("poptorch", __version__), ("torch", torch.__version__),
             ("torch_mlir", torch_mlir_version()))
 

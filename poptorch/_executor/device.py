@@ -10,10 +10,12 @@ IPUs in use are an error, or with POPTORCH_WAIT_FOR_IPU=1 a wait until they are
 released. Wrapped models are often kept alive only by reference cycles, so a busy
 device is looked at again after one `gc.collect()` before refusing or waiting.
 
-`DeviceAttachment` is PoplarExecutor's part that uses this: ConnectionType (Always
-attaches when compiled, OnDemand at the first run, Never refuses to), attach, detach,
-destroy, and a call failing mid-run (an injected fault, `poptorch.runtime.machine.faults`) with
-the device state put back as it was before the call.
+`DeviceLease` is the collaborator PoplarExecutor holds for this (`executor._device`): the
+device a model holds, whether the options let it attach (ConnectionType.Never, an
+offline target), the fault of a call that failed mid-run (an injected fault,
+`poptorch.runtime.machine.faults`) and the refusal to run until it is recovered. The
+executor says when to attach and what the device state of a call is (`DeviceLease.run`
+takes its snapshot and restore).
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from poptorch._logging import logger
 from poptorch.enums import ConnectionType
 from poptorch.errors import Error, RecoverableError, UnrecoverableError
+from poptorch.options import Options
 from poptorch.options.categories import env_flag
 from poptorch.runtime.machine import faults
 from poptorch.runtime.machine.system import (
@@ -39,6 +42,9 @@ from poptorch.runtime.machine.system import (
 )
 
 WAIT_VARIABLE = "POPTORCH_WAIT_FOR_IPU"
+
+T = TypeVar("T")
+S = TypeVar("S")
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,56 +176,65 @@ def attach(model_ipus: int, replicas: int, ipu_id: int | None, holder: str) -> L
     return _REGISTRY.acquire([ipu_id], holder, device_busy)
 
 
-class DeviceAttachment:
-    """PoplarExecutor's part that holds a device: ConnectionType, attach, detach, destroy,
-    and the calls that fail mid-run (`poptorch.runtime.machine.faults`)."""
+class DeviceLease:
+    """The device one wrapped model holds, and the fault that keeps it from running.
 
-    _lease: Lease | None = None
-    _lease_finalizer: weakref.finalize | None = None  # releases the IPUs when collected
-    _fault: Error | None = None  # the RecoverableError / UnrecoverableError of a failed call
-    _strike: faults.Strike | None = None  # the injected fault failing the current call
+    Given by the executor: the options (when attaching), the IPUs one replica of the
+    compiled model uses, the model's name for messages, and, for a call, its number of
+    steps and its device-state snapshot and restore. Holds: `lease` (None when detached),
+    `fault` (the RecoverableError / UnrecoverableError of the last failed call) and the
+    injected fault striking the current call. The IPUs are released by `release()` or
+    when this object is garbage collected.
+    """
 
-    def _model_ipus(self) -> int:
-        """IPUs one replica of the compiled model reserves (a power of 2)."""
-        used = max(self._compiled.memory.ipus) + 1
-        return 1 << (used - 1).bit_length()
+    def __init__(self) -> None:
+        self.lease: Lease | None = None
+        self.fault: Error | None = None
+        self._finalizer: weakref.finalize | None = None  # releases the IPUs when collected
+        self._strike: faults.Strike | None = None  # the injected fault failing this call
 
-    def _connect(self) -> None:
-        """After compiling: attach now with ConnectionType.Always, else on the first run."""
-        if self._options.connection_type == ConnectionType.Always and not self._attached:
-            self._attach()
+    @property
+    def attached(self) -> bool:
+        return self.lease is not None
 
-    def _attach(self) -> None:
-        opts = self._options
-        if opts.connection_type == ConnectionType.Never:
-            offline = (f" (useOfflineIpuTarget({opts.offline_ipu_version}) sets it)"
-                       if opts.offline_ipu_version else "")
+    def attach(self, options: Options, model_ipus: int, holder: str) -> None:
+        """Hold a device for `model_ipus` IPUs x the replication factor (useIpuId's, or a
+        free one), unless the options or a fault say not to."""
+        if options.connection_type == ConnectionType.Never:
+            offline = (f" (useOfflineIpuTarget({options.offline_ipu_version}) sets it)"
+                       if options.offline_ipu_version else "")
             raise Error("the options say never to attach to an IPU: connectionType("
                         f"poptorch.ConnectionType.Never){offline}; the model compiles but "
                         "cannot run here: export it with compileAndExport() and load the file "
                         "where it will run, or use connectionType(poptorch.ConnectionType."
                         "Always) or OnDemand", type="device")
-        if opts.offline_ipu_version not in (None, GC200.version):
-            raise Error(f"the model was compiled for an offline Mk{opts.offline_ipu_version} "
-                        f"target (useOfflineIpuTarget({opts.offline_ipu_version})), but the "
+        if options.offline_ipu_version not in (None, GC200.version):
+            raise Error(f"the model was compiled for an offline Mk{options.offline_ipu_version}"
+                        f" target (useOfflineIpuTarget({options.offline_ipu_version})), but the "
                         "simulated IPU-POD64 has Mk2 GC200 IPUs; compile it with "
                         "useOfflineIpuTarget(2) or without an offline target to run it",
                         type="device")
-        self._check_recoverable(attaching=True)
-        lease = attach(self._model_ipus(), opts.replication_factor, opts.ipu_id, self._name())
-        self._lease = lease
-        self._lease_finalizer = weakref.finalize(self, release, lease)
-        self._attached = True
+        self.check_recoverable(attaching=True)
+        lease = attach(model_ipus, options.replication_factor, options.ipu_id, holder)
+        self.lease = lease
+        self._finalizer = weakref.finalize(self, release, lease)
 
-    def _release_device(self) -> None:
-        if self._lease_finalizer is not None:
-            self._lease_finalizer()
-        self._lease = self._lease_finalizer = None
-        self._attached = False
+    def release(self) -> None:
+        """Give the IPUs back (detach); a RecoverableError is recovered from."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self.lease = self._finalizer = None
+        if isinstance(self.fault, RecoverableError):
+            self.fault = None
 
-    def _check_recoverable(self, attaching: bool = False) -> None:
+    def close(self) -> None:
+        """destroy(): release the IPUs and forget any fault."""
+        self.release()
+        self.fault = None
+
+    def check_recoverable(self, attaching: bool = False) -> None:
         """Refuse to run (or attach) after a fault, saying how to recover."""
-        fault = self._fault
+        fault = self.fault
         if isinstance(fault, UnrecoverableError):
             raise Error(f"this model's {fault.location} failed with an unrecoverable error, so "
                         f"it cannot {'attach' if attaching else 'run'} again: take the machine "
@@ -232,70 +247,24 @@ class DeviceAttachment:
                         "and reattach it (detachFromDevice(); attachToDevice()), then run the "
                         "call again", type="executor")
 
-    def attachToDevice(self) -> None:  # noqa: N802 - PopTorch's names
-        """Hold a device (useIpuId's, or a free one of the model's size) and upload the
-        host's weights; the optimizer state stays as it was."""
-        self._check_alive()
-        if self._compiled is None:
-            raise Error("cannot attach a model that is not compiled", type="executor")
-        if self._attached:
-            raise Error("the model is already attached to a device", type="executor")
-        self._attach()
-        self._upload_weights()
-
-    def detachFromDevice(self) -> None:  # noqa: N802
-        """Copy the device's newer weights to the host and release the IPUs; the next
-        call (or attachToDevice) attaches again. Recovers from a RecoverableError."""
-        self._check_alive()
-        if not self._attached:
-            raise Error("the model is not attached to a device", type="executor")
-        self.copyWeightsToHostIfNeeded()
-        self._release_device()
-        if isinstance(self._fault, RecoverableError):
-            self._fault = None
-
-    def destroy(self) -> None:
-        """Release the IPUs, the compiled program (its MLIR module and context), the device
-        state, the machine model's figures and (training) the optimizer's programs, state
-        and link; a trainer's newer weights go to the host first, as PopTorch does. Using
-        the model afterwards is an error; destroying it again does nothing."""
-        if self._destroyed:
-            return
-        if self._compiled is not None:
-            self.copyWeightsToHostIfNeeded()
-        self._release_device()
-        self._release()
-        self._fault = None
-        self._destroyed = True
-
-    # ---- a call on the device -------------------------------------------------------
-    def _snapshot(self) -> dict[str, Any]:
-        """The device state a call changes. Calls replace device arrays, never write
-        into them, so copies of the dicts are enough."""
-        return {"device": dict(self._device), "buffers_dirty": self._buffers_dirty,
-                "random": self._random.bit_generator.state}
-
-    def _restore(self, saved: dict[str, Any]) -> None:
-        self._device.clear()
-        self._device.update(saved["device"])
-        self._buffers_dirty = saved["buffers_dirty"]
-        self._random.bit_generator.state = saved["random"]
-
-    def _run_on_device(self, flat: list[Any]) -> Any:
-        """One call; if it fails mid-run the device state is put back as it was before."""
-        self._strike = faults.begin_call(self._lease.ipus, self._steps(), self._name())
-        saved = self._snapshot()
+    def run(self, steps: int, holder: str, call: Callable[[], T],
+            snapshot: Callable[[], S], restore: Callable[[S], None]) -> T:
+        """`call()`, one call of `steps` program steps on the held device; if it fails
+        mid-run, `restore(snapshot())` puts the device state back as it was before, and
+        a RecoverableError / UnrecoverableError is kept as the fault."""
+        self._strike = faults.begin_call(self.lease.ipus, steps, holder)
+        saved = snapshot()
         try:
-            return self._run(flat)
+            return call()
         except BaseException as err:
-            self._restore(saved)
+            restore(saved)
             if isinstance(err, RecoverableError | UnrecoverableError):
-                self._fault = err
+                self.fault = err
             raise
         finally:
             self._strike = None
 
-    def _fail_if_struck(self, step: int) -> None:
+    def fail_if_struck(self, step: int, holder: str) -> None:
         """Before program step `step`: fail here if an injected fault says so."""
         if self._strike is not None and step == self._strike.step:
-            raise self._strike.error(self._name())
+            raise self._strike.error(holder)

@@ -10,7 +10,6 @@ axis, and returns outputs as `Options.outputMode` asks.
 
 from __future__ import annotations
 
-import functools
 import time
 from typing import Any
 
@@ -20,114 +19,63 @@ from torch.utils import _pytree as pytree
 
 from poptorch import _logging
 from poptorch._compiler import cache, driver
+from poptorch._executor import batches, persistence
 from poptorch._executor import replica_grouping as grouping
-from poptorch._executor.device import DeviceAttachment
+from poptorch._executor.device import DeviceLease
 from poptorch._executor.figures import MachineFigures
-from poptorch._executor.persistence import Persistence
+from poptorch._executor.model_copy import (
+    freeze_tensor_attributes,
+    host_tensor,
+    narrowed,
+    shallow_copy,
+)
+from poptorch._executor.trainers import sync_trainers_to_host
 from poptorch._frontend import capture
-from poptorch._frontend.capture import dtype_name
-from poptorch.enums import CommGroupType, OutputMode
+from poptorch.enums import ConnectionType
 from poptorch.errors import Error
 from poptorch.options import Options, strategies
+from poptorch.options.categories import check_str
 from poptorch.runtime.jit.codegen.fusion import kernel_directory
 from poptorch.runtime.jit.program import Program
 from poptorch.runtime.jit.random import device_random
+from poptorch.runtime.machine.memory import MemoryEstimate
+from poptorch.runtime.machine.timeline import Timeline
 
 
-def _shallow_copy(module: torch.nn.Module) -> torch.nn.Module:
-    """A copy of the module tree sharing every parameter and buffer tensor."""
-    clone = object.__new__(type(module))  # not copy.copy: parametrized modules refuse it
-    clone.__dict__ = dict(module.__dict__)
-    clone._parameters = dict(module._parameters)
-    clone._buffers = dict(module._buffers)
-    clone._modules = {name: None if child is None else _shallow_copy(child)
-                      for name, child in module._modules.items()}
-    return clone
+class PoplarExecutor:
+    """A model wrapped by `inferenceModel` (`TrainingExecutor` for `trainingModel`).
 
-
-@functools.lru_cache(maxsize=4096)
-def _dotted(name: str) -> tuple[str, ...]:
-    return tuple(name.split("."))
-
-
-def _registered(model: torch.nn.Module, name: str, table: str) -> torch.Tensor | None:
-    """The parameter or buffer `name` of `model` straight from the modules' tables (what
-    get_parameter finds, without its checks: this runs for every weight every call), or
-    None."""
-    *path, leaf = _dotted(name)
-    owner = model
-    for part in path:
-        owner = owner.__dict__["_modules"].get(part)
-        if owner is None:
-            return None
-    return owner.__dict__[table].get(leaf)
-
-
-def _narrowed(model: torch.nn.Module) -> torch.nn.Module:
-    """`model` with 64-bit parameters and buffers narrowed, for capture only.
-
-    The IPU has no 64-bit types (see `capture.NARROWED`); weights are narrowed again
-    when they are uploaded, so the copy is needed only to give the graph 32-bit types.
+    Its state is here; it holds two collaborators with their own: `_device`, the
+    `DeviceLease` of the device it is attached to (and the fault of a failed call), and
+    `_figures`, the `MachineFigures` of the machine model. Executable files are read and
+    written by the functions of `persistence`.
     """
-    if not any(t.dtype in capture.NARROWED
-               for t in [*model.parameters(), *model.buffers()]):
-        return model
-    clone = _shallow_copy(model)
-    narrowed: dict[int, torch.Tensor] = {}  # a tied weight stays one tensor (`_tied`)
-    for module in clone.modules():
-        for name, param in module._parameters.items():
-            if param is not None and param.dtype in capture.NARROWED:
-                if id(param) not in narrowed:
-                    narrowed[id(param)] = torch.nn.Parameter(
-                        capture.narrow(param.detach()), param.requires_grad)
-                module._parameters[name] = narrowed[id(param)]
-        for name, buffer in module._buffers.items():
-            if buffer is not None and buffer.dtype in capture.NARROWED:
-                module._buffers[name] = narrowed.setdefault(id(buffer),
-                                                            capture.narrow(buffer))
-    return clone
-
-
-def _freeze_tensor_attributes(model: torch.nn.Module) -> set[str]:
-    """Turn plain tensor attributes (not parameters or buffers) into buffers.
-
-    PopTorch freezes such tensors into the graph as constants (spec 4.8, the CounterModel
-    "wrong way" example): in-place changes to them do not persist between calls.
-    torch.export refuses to trace a mutated constant, so they become buffers of the
-    (shallow-copied) model whose device updates are discarded. Returns their names.
-    """
-    frozen = set()
-    for prefix, module in model.named_modules():
-        for name, value in list(vars(module).items()):
-            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
-                delattr(module, name)
-                module.register_buffer(name, value.detach().clone(), persistent=False)
-                frozen.add(f"{prefix}.{name}" if prefix else name)
-    return frozen
-
-
-_NARROWED_NUMPY = {np.dtype(np.int64): np.int32, np.dtype(np.float64): np.float32}
-
-
-class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
-    """A model wrapped by `inferenceModel` (or `trainingModel`, later)."""
 
     def __init__(self, model: torch.nn.Module, options: Options | None, training: bool) -> None:
         self._user_model = model
-        self._model = _shallow_copy(model)
+        self._model = shallow_copy(model)
         self._options = options if options is not None else Options()
         self._training = training
         if not training:
             self._model.eval()
-        self._frozen = _freeze_tensor_attributes(self._model)
+        self._frozen = freeze_tensor_attributes(self._model)
+        self._optimizer: torch.optim.Optimizer | None = None  # training's
         self._compiled: driver.Compiled | None = None
+        # the inputs' structure, and the micro-batch shape and dtype of each tensor input
+        self._in_spec: pytree.TreeSpec | None = None
+        self._input_meta: list[tuple[tuple[int, ...], torch.dtype]] = []
         # flat index -> value of the non-tensor inputs the program was compiled for
         self._in_constants: dict[int, Any] = {}
-        self._device: dict[str, np.ndarray] = {}
+        # weight or buffer name -> its device array, and the host tensor's (id, _version)
+        # when it was uploaded
+        self._arrays: dict[str, np.ndarray] = {}
         self._uploaded: dict[str, tuple[int, int]] = {}
-        self._attached = False
         self._destroyed = False
-        self._buffers_dirty = False
+        self._buffers_dirty = False  # the device changed buffers the host has not seen
+        self._seed: int | None = None  # the device random generator's seed and state
+        self._random: np.random.Generator | None = None
+        self._device = DeviceLease()
+        self._figures = MachineFigures()
         # parameter name -> (CommGroupType, shards, VariableRetrievalMode), as PopTorch
         # names it; filled by `param.replicaGrouping(...)` (spec 4.4.3)
         self.per_replica_params: dict[str, tuple] = {}
@@ -149,7 +97,7 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         return self._compiled is not None
 
     def isAttachedToDevice(self) -> bool:  # noqa: N802
-        return self._attached
+        return self._device.attached
 
     def __getattr__(self, name: str) -> Any:
         # Model attributes read through the executor, as PopTorch allows.
@@ -184,26 +132,8 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
 
     def _split(self, flat: list[Any]) -> tuple[list[Any], int]:
         """Micro-batch examples of the flat inputs and the number of slices per call."""
-        opts = self._options
-        groups = opts.replication_factor // opts.input_group_size
-        slices = self._steps() * groups
-        micro = []
-        for index, value in enumerate(flat):
-            if not isinstance(value, torch.Tensor) or slices == 1:
-                micro.append(value)
-                continue
-            if value.dim() == 0 or value.shape[0] % slices:
-                size = "a scalar" if value.dim() == 0 else f"a batch of {value.shape[0]}"
-                accumulation = (f" x gradientAccumulation({self._accumulation()})"
-                                if self._training else "")
-                raise Error(
-                    f"input {index} has {size}, which is not a multiple of "
-                    f"deviceIterations({opts.device_iterations}) x replicationFactor"
-                    f"({opts.replication_factor}) / input group size ({opts.input_group_size})"
-                    f"{accumulation} = {slices}; give a batch of a multiple of {slices}",
-                    type="executor")
-            micro.append(value[: value.shape[0] // slices])
-        return micro, slices
+        return batches.split(flat, self._options, self._steps(),
+                             self._accumulation() if self._training else None)
 
     def compile(self, *args, **kwargs) -> None:
         """Capture and compile the model for inputs like `args` / `kwargs`, without running."""
@@ -212,13 +142,7 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
 
     def _compile(self, flat_and_spec, args, kwargs) -> None:
         opts = self._options
-        if opts.replication_factor % opts.input_group_size:
-            raise Error(f"inputReplicaGrouping size {opts.input_group_size} is not a factor of "
-                        f"replicationFactor({opts.replication_factor})", type="options")
-        if opts.output_mode == OutputMode.EveryN and self._steps() % opts.output_return_period:
-            raise Error(f"OutputMode.EveryN with a period of {opts.output_return_period} needs "
-                        f"the {self._steps()} batches of a call to be a multiple of it",
-                        type="options")
+        batches.check_options(opts, self._steps())
         self._groupings = grouping.resolve(self)
         flat, spec = flat_and_spec
         flat = [capture.narrow(v) for v in flat]
@@ -233,12 +157,8 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         # compiled kernels are kept in, and loaded from, the executable cache too
         cache_dir = opts.executable_cache_dir
         with kernel_directory(cache_dir):
-            key = cache.key_of(self, model, m_args, m_kwargs) if cache_dir else None
-            keyed_at = time.perf_counter()
-            compiled = cache.load(cache_dir, key, self._training) if key else None
-            cache_timings = {"fingerprint": keyed_at - start} if key else {}
-            if compiled:
-                compiled.timings = {**cache_timings, "cache read": time.perf_counter() - keyed_at}
+            key, compiled, cache_timings = cache.lookup(
+                cache_dir, self._training, opts, self._groupings, model, m_args, m_kwargs)
             # capture, import, the pipeline's steps, the JIT and the machine model
             total = 2 if compiled else 4 + len(driver.PIPELINE) + len(multi_ipu)
             progress = _logging.CompileProgress(opts.show_compilation_progress_bar, total)
@@ -246,7 +166,7 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
                 if compiled is None:
                     progress.start("capture")
                     capture_start = time.perf_counter()
-                    captured = self._capture(_narrowed(model), m_args, m_kwargs)
+                    captured = self._capture(narrowed(model), m_args, m_kwargs)
                     captured_at = time.perf_counter()
                     progress.done()
                     compiled = driver.compile_captured(
@@ -284,7 +204,7 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         try:
             if progress:
                 progress.start("machine model")
-            self._estimate_memory()
+            self._figures.estimate(compiled, opts, self._training, self._optimizer_slots())
             if progress:
                 progress.done()
         except Error:
@@ -293,7 +213,7 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         opts._freeze(compile_time_only=True)  # run-time options may still change
         self._in_spec = in_spec
         self._input_meta = input_meta
-        self._device.clear()
+        self._arrays.clear()
         self._uploaded.clear()
         self._upload_weights()
         self._seed = opts.random_seed if opts.random_seed is not None else torch.initial_seed()
@@ -306,73 +226,42 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
     def _compile_extra(self) -> None:
         """Programs beyond the model's own (the optimizer's, in training)."""
 
+    def _optimizer_slots(self) -> dict[str, int]:
+        """Optimizer state tensors per weight (none in inference)."""
+        return {}
+
+    def _step_end(self) -> list[tuple[str, str, int, int]]:
+        """The machine model's work after each step's micro-batches (training's update)."""
+        return []
+
+    def _simulate(self) -> None:
+        """The machine model's timeline of one call, with the work ending each step."""
+        self._figures.simulate(self._compiled, self._options, self._training,
+                               self._step_end())
+
     # ---- weights ------------------------------------------------------------------------
     def _host_tensor(self, arg: capture.Argument) -> torch.Tensor:
-        if arg.kind in ("parameter", "buffer"):
-            parameter = arg.kind == "parameter"
-            tensor = _registered(self._model, arg.name, "_parameters" if parameter
-                                 else "_buffers")
-            if tensor is not None:
-                return tensor
-            # torch's lookup, for its error when there is no such weight
-            return self._model.get_parameter(arg.name) if parameter \
-                else self._model.get_buffer(arg.name)
-        return self._compiled.captured.constants[arg.name]
+        return host_tensor(self._model, arg, self._compiled.captured.constants)
 
     def _weights(self) -> list[capture.Argument]:
         return [a for a in self._compiled.captured.arguments
                 if a.kind in ("parameter", "buffer", "constant")]
 
-    @staticmethod
-    def _device_array(tensor: torch.Tensor) -> np.ndarray:
-        return capture.narrow(tensor.detach()).cpu().numpy().copy()
-
     def _upload(self, name: str, tensor: torch.Tensor) -> None:
         """Put a host weight on the device; a replica-grouped one as (replicas, ...)."""
-        array = self._device_array(tensor)
-        if name in self._groupings:
-            array = grouping.to_replicas(array, self._groupings[name])
-        self._device[name] = array
+        self._arrays[name] = grouping.device_array(tensor, self._groupings.get(name))
         self._uploaded[name] = (id(tensor), tensor._version)
-
-    def _per_group(self, name: str, value: np.ndarray) -> np.ndarray:
-        """A device value of weight `name` with one entry per replica group ((groups,
-        ...), the groups' first replicas) if it is grouped; else unchanged."""
-        if name in self._groupings:
-            return value[self._groupings[name].first_replicas()]
-        return value
-
-    def _to_replicas(self, name: str, value: np.ndarray) -> np.ndarray:
-        """The inverse of `_per_group`: each replica gets its group's entry."""
-        if name in self._groupings:
-            return value[self._groupings[name].group_of()]
-        return value
-
-    def _grouped_to_host(self) -> None:
-        """Write the replica-grouped parameters into the host model, as their
-        VariableRetrievalMode asks: OnePerGroup writes (groups, ...), in place;
-        AllReplicas replaces the parameter's data by (replicas, ...), one value per
-        replica (uploading such a tensor again gives each group its first replica's)."""
-        for name, group in self._groupings.items():
-            host = self._model.get_parameter(name)
-            value = torch.from_numpy(grouping.to_host(self._device[name], group))
-            value = value.to(host.dtype)
-            if value.shape == host.shape:
-                host.copy_(value)
-            else:
-                host.data = value
-            self._uploaded[name] = (id(host), host._version)
 
     def copyWeightsToDevice(self) -> None:  # noqa: N802
         """Upload every weight and buffer from the host model (to an attached model)."""
         self._check_alive()
         if self._compiled is None:
             return
-        if not self._attached:
+        if not self._device.attached:
             raise Error("copyWeightsToDevice: the model is not attached to a device; call "
                         "attachToDevice() first (attaching uploads the host's weights)",
                         type="executor")
-        self._check_recoverable()
+        self._device.check_recoverable()
         self._upload_weights()
 
     def _upload_weights(self) -> None:
@@ -389,15 +278,16 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
 
     def copyWeightsToHost(self) -> None:  # noqa: N802
         """Write the device's weights and buffers back into the host model (replica-
-        grouped parameters as `_grouped_to_host` describes). Nothing to do when detached:
+        grouped parameters as `write_to_host` describes). Nothing to do when detached:
         detaching copied them."""
         self._check_alive()
-        if self._compiled is None or not self._attached:
+        if self._compiled is None or not self._device.attached:
             return
         with torch.no_grad():
-            self._grouped_to_host()
+            self._uploaded.update(grouping.write_to_host(self._model, self._groupings,
+                                                         self._arrays))
             for name in self._compiled.captured.mutated_buffers:
-                value = self._device[name]
+                value = self._arrays[name]
                 host = self._model.get_buffer(name)
                 if value.ndim > host.dim():  # per-replica buffers: replica 0's
                     value = value[0]
@@ -418,7 +308,7 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         attaching will)."""
         self._check_alive()
         result = self._model.load_state_dict(state_dict, strict)
-        if self._attached:
+        if self._device.attached:
             self.copyWeightsToDevice()
         return result
 
@@ -431,15 +321,73 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         return [a.name if a.kind != "input" else f"input{a.name}"
                 for a in self._compiled.captured.arguments]
 
-    # ---- device (attach, detach and destroy: `_device.DeviceAttachment`) ---------------
+    # ---- the device (`DeviceLease`) ----------------------------------------------------
+    def _model_ipus(self) -> int:
+        """IPUs one replica of the compiled model reserves (a power of 2)."""
+        used = max(self._compiled.memory.ipus) + 1
+        return 1 << (used - 1).bit_length()
+
+    def _attach(self) -> None:
+        self._device.attach(self._options, self._model_ipus(), self._name())
+
+    def _connect(self) -> None:
+        """After compiling: attach now with ConnectionType.Always, else on the first run."""
+        if self._options.connection_type == ConnectionType.Always and not self._device.attached:
+            self._attach()
+
+    def attachToDevice(self) -> None:  # noqa: N802 - PopTorch's names
+        """Hold a device (useIpuId's, or a free one of the model's size) and upload the
+        host's weights; the optimizer state stays as it was."""
+        self._check_alive()
+        if self._compiled is None:
+            raise Error("cannot attach a model that is not compiled", type="executor")
+        if self._device.attached:
+            raise Error("the model is already attached to a device", type="executor")
+        self._attach()
+        self._upload_weights()
+
+    def detachFromDevice(self) -> None:  # noqa: N802
+        """Copy the device's newer weights to the host and release the IPUs; the next
+        call (or attachToDevice) attaches again. Recovers from a RecoverableError."""
+        self._check_alive()
+        if not self._device.attached:
+            raise Error("the model is not attached to a device", type="executor")
+        self.copyWeightsToHostIfNeeded()
+        self._device.release()
+
+    def destroy(self) -> None:
+        """Release the IPUs, the compiled program (its MLIR module and context), the device
+        state, the machine model's figures and (training) the optimizer's programs, state
+        and link; a trainer's newer weights go to the host first, as PopTorch does. Using
+        the model afterwards is an error; destroying it again does nothing."""
+        if self._destroyed:
+            return
+        if self._compiled is not None:
+            self.copyWeightsToHostIfNeeded()
+        self._device.close()
+        self._release()
+        self._destroyed = True
+
     def _release(self) -> None:
         """destroy(): drop the compiled program (its MLIR module and context), the device
         arrays and the machine model's figures."""
-        self._release_figures()
+        self._figures.release()
         self._compiled = None
-        self._device.clear()
+        self._arrays.clear()
         self._uploaded.clear()
         self._random = None
+
+    def _snapshot(self) -> dict[str, Any]:
+        """The device state a call changes. Calls replace device arrays, never write
+        into them, so copies of the dicts are enough."""
+        return {"arrays": dict(self._arrays), "buffers_dirty": self._buffers_dirty,
+                "random": self._random.bit_generator.state}
+
+    def _restore(self, saved: dict[str, Any]) -> None:
+        self._arrays.clear()
+        self._arrays.update(saved["arrays"])
+        self._buffers_dirty = saved["buffers_dirty"]
+        self._random.bit_generator.state = saved["random"]
 
     # ---- running ------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -448,83 +396,37 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         flat = [capture.narrow(v) for v in flat]
         if self._compiled is None:
             self._compile((flat, spec), args, kwargs)
-        if not self._attached:  # OnDemand, or detached: attach (Never refuses)
+        if not self._device.attached:  # OnDemand, or detached: attach (Never refuses)
             self.attachToDevice()
-        self._check_recoverable()
+        self._device.check_recoverable()
         self._check_inputs(flat, spec)
         self._before_run()
-        result = self._run_on_device(flat)
-        self._after_run()
+        # one call; if it fails mid-run the device state is put back as it was before
+        result = self._device.run(self._steps(), self._name(), lambda: self._run(flat),
+                                  self._snapshot, self._restore)
+        self._figures.ran(self._compiled, self._options,
+                          "training" if self._training else "inference")
         return result
 
     def _before_run(self) -> None:
         """Inference: pick up host-side weight changes (and a trainer's new weights)."""
-        from poptorch._executor.training import sync_trainers_to_host
-
         sync_trainers_to_host(self._user_model)
         self._sync_host_changes()
 
-    def _check_inputs(self, flat: list[Any], spec) -> None:
-        if spec != self._in_spec:
-            raise Error(f"the inputs' structure changed since compilation: expected "
-                        f"{self._in_spec}, got {spec}", type="executor")
-        micro, _ = self._split(flat)
-        for index, value in self._in_constants.items():
-            if type(micro[index]) is not type(value) or micro[index] != value:
-                path = pytree.keystr(pytree.tree_flatten_with_path(
-                    pytree.tree_unflatten(micro, spec))[0][index][0])
-                raise Error(
-                    f"input {path} was {value!r} when the model was compiled and is "
-                    f"{micro[index]!r} now; non-tensor inputs are constants of the compiled "
-                    "program: wrap the model again to run it with another value",
-                    type="executor")
-        tensors = [t for t in micro if isinstance(t, torch.Tensor)]
-        for index, (tensor, (shape, dtype)) in enumerate(zip(tensors, self._input_meta,
-                                                             strict=True)):
-            if tuple(tensor.shape) != shape or tensor.dtype != dtype:
-                raise Error(
-                    f"input {index} changed since compilation: expected a micro-batch of "
-                    f"shape {list(shape)} and dtype {dtype_name(dtype)}, got shape "
-                    f"{list(tensor.shape)} and dtype {dtype_name(tensor.dtype)}; wrap the "
-                    "model again to compile it for the new inputs", type="executor")
-
-    def _replica_slices(self) -> np.ndarray:
-        """For each replica, which of the R / group-size input slices it reads."""
-        opts = self._options
-        replicas, size = opts.replication_factor, opts.input_group_size
-        groups = replicas // size
-        r = np.arange(replicas)
-        if opts.input_group_type == CommGroupType.Orthogonal:
-            return r % groups
-        return r // size
-
-    def _inputs(self, flat: list[Any]) -> list[Any]:
-        """Inputs as (steps, replicas, micro-batch, ...) arrays, replicas that share an
-        input group reading the same slice."""
-        steps = self._steps()
-        slices = self._replica_slices()
-        groups = self._options.replication_factor // self._options.input_group_size
-        inputs = []
-        for value in flat:
-            array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
-            if isinstance(array, np.ndarray):
-                array = array.reshape((steps, groups, -1) + array.shape[1:]) \
-                    if array.ndim else array.reshape(1, 1)
-                if array.shape[1] != len(slices) or self._options.input_group_size != 1:
-                    array = array[:, slices]  # a copy, so not when each replica has its own
-            inputs.append(array)
-        return inputs
+    def _check_inputs(self, flat: list[Any], spec: pytree.TreeSpec) -> None:
+        batches.check_inputs(self._split(flat)[0], spec, self._in_spec, self._in_constants,
+                             self._input_meta)
 
     def _step(self, inputs: list[Any], step: int, extra: dict[str, Any] | None = None
               ) -> list[np.ndarray]:
         """Run the program on micro-batch `step`; store buffer updates; return the other
         results, each with its replica axis."""
-        self._fail_if_struck(step)
+        self._device.fail_if_struck(step, self._name())
         compiled = self._compiled
         captured = compiled.captured
         extra = extra or {}
         args = [inputs[int(a.name)][step] if a.kind == "input"
-                else extra[a.kind] if a.kind in extra else self._device[a.name]
+                else extra[a.kind] if a.kind in extra else self._arrays[a.name]
                 for a in captured.arguments]
         replicas = self._options.replication_factor
         # IEEE results as the device gives them (inf, nan), without NumPy's warnings;
@@ -537,13 +439,13 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
             if name in self._frozen:
                 continue
             value = np.asarray(value)
-            if self._options.broadcast_buffers and value.ndim > self._device[name].ndim:
+            if self._options.broadcast_buffers and value.ndim > self._arrays[name].ndim:
                 value = value[0]  # broadcast replica 0's buffers to every replica
-            self._device[name] = value
+            self._arrays[name] = value
             self._buffers_dirty = True
         ranks = program.result_ranks[n_mut:]
         return [r if n_mut + i in program.summed  # reduced over replicas already
-                else self._per_replica(np.asarray(r), rank, replicas)
+                else batches.per_replica(np.asarray(r), rank, replicas)
                 for i, (r, rank) in enumerate(zip(results[n_mut:], ranks, strict=True))]
 
     def _main_program(self) -> Program:
@@ -551,40 +453,146 @@ class PoplarExecutor(DeviceAttachment, MachineFigures, Persistence):
         return self._compiled.program
 
     def _run(self, flat: list[Any]):
-        inputs = self._inputs(flat)
+        inputs = batches.stacked_inputs(flat, self._options, self._steps())
         per_step = [self._step(inputs, d) for d in range(self._steps())]
-        outputs = [self._combine([it[i] for it in per_step])
+        outputs = [batches.combine([it[i] for it in per_step], self._options, self._training)
                    for i in range(len(per_step[0]))] if per_step else []
         return pytree.tree_unflatten(outputs, self._compiled.captured.out_spec)
 
-    @staticmethod
-    def _per_replica(value: np.ndarray, rank: int, replicas: int) -> np.ndarray:
-        """Give an output its replica axis (outputs not computed from inputs have none)."""
-        if value.ndim > rank:
-            return value
-        return np.broadcast_to(value, (replicas,) + value.shape)
 
-    def _combine(self, iterations: list[np.ndarray]) -> torch.Tensor:
-        """Apply the output mode to one output's per-iteration (replicas, ...) arrays."""
-        opts = self._options
-        default = OutputMode.Final if self._training else OutputMode.All
-        mode = default if opts.output_mode == OutputMode.Default else opts.output_mode
-        if mode == OutputMode.Final:
-            chosen = iterations[-1:]
-        elif mode == OutputMode.EveryN:
-            chosen = iterations[opts.output_return_period - 1:: opts.output_return_period]
-        elif mode == OutputMode.Sum:
-            chosen = [np.sum(np.stack(iterations), axis=0, dtype=iterations[0].dtype)]
+    # ---- the machine model's figures (`MachineFigures`) ----------------------------------
+    def _compiled_for(self, what: str) -> driver.Compiled:
+        self._check_alive()
+        if self._compiled is None:
+            raise Error(f"the model must be compiled before it has {what}", type="executor")
+        return self._compiled
+
+    def getTimeline(self) -> Timeline:  # noqa: N802 - beyond PopTorch, named in its style
+        """The machine model's simulated timeline of one call: per-IPU events (compute,
+        IPU-Link copies, streaming-memory and host transfers, the step's all-reduce and
+        optimizer update), total cycles, idle fraction, stash bytes, perf counters and
+        latencies (`poptorch.runtime.machine.timeline.Timeline`; `.to_dict()` for JSON)."""
+        return self._compiled_for("a timeline").timeline
+
+    def getMemoryEstimate(self) -> MemoryEstimate:  # noqa: N802 - beyond PopTorch
+        """The machine model's memory estimate: bytes per IPU by tensor class (weights,
+        activations, stash, optimizer state, gradients, temporary, code, io), per tile,
+        the largest tensors (`poptorch.runtime.machine.memory.MemoryEstimate`)."""
+        return self._compiled_for("a memory estimate").memory
+
+    def _last_run(self, what: str) -> Timeline:
+        self._check_alive()
+        return self._figures.last(what)
+
+    def cycleCount(self) -> int:  # noqa: N802
+        """Cycles the (first replica's) IPUs ran in the last call, on the machine model."""
+        return self._last_run("cycle count").total_cycles
+
+    def getLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """Round-trip latency of the last call's iterations (seconds): first input
+        requested to last output written back; (minimum, maximum, average)."""
+        return self._last_run("latency").latencies()["latency"]
+
+    def getComputeLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """Last input transferred to last output available, per iteration of the last
+        call (seconds): (minimum, maximum, average)."""
+        return self._last_run("compute latency").latencies()["compute"]
+
+    def getHostIpuLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """First input requested to last input transferred, per iteration of the last
+        call (seconds): (minimum, maximum, average)."""
+        return self._last_run("host-IPU latency").latencies()["host_ipu"]
+
+    def getIpuHostLatency(self) -> tuple[float, float, float]:  # noqa: N802
+        """First output available to last output written back, per iteration of the last
+        call (seconds): (minimum, maximum, average)."""
+        return self._last_run("IPU-host latency").latencies()["ipu_host"]
+
+    def getPerfCounters(self) -> dict[str, list[list[float]]]:  # noqa: N802
+        """'input', 'input_complete', 'output', 'output_complete': per input (output)
+        tensor, the time in seconds of each iteration of the last call."""
+        return self._last_run("perf counters").perf_counters()
+
+    # ---- executable files (`persistence`) -------------------------------------------------
+    @property
+    def rng_state(self) -> list[int]:
+        """The device random generator's seed and state: [seed, state, increment,
+        has_uint32, uinteger] of its PCG64 generator."""
+        self._check_alive()
+        if self._compiled is None:
+            raise Error("the model has no random generator state before it is compiled; "
+                        "call it or compile() first", type="executor")
+        return persistence.rng_state_of(self._seed, self._random)
+
+    @rng_state.setter
+    def rng_state(self, value: list[int]) -> None:
+        self._check_alive()
+        seed, generator = persistence.generator_of(value)
+        if self._compiled is None:
+            raise Error("compile the model before setting its rng_state", type="executor")
+        self._seed, self._random = seed, generator
+
+    def compileAndExport(self, filename: str, *args, export_model: bool = True,  # noqa: N802
+                         **kwargs) -> None:
+        """Compile the model for these inputs (if it is not compiled yet) and save it to
+        `filename` (see `save`)."""
+        self._check_alive()
+        if self._compiled is None:
+            self.compile(*args, **kwargs)
         else:
-            chosen = iterations
-        stacked = np.stack(chosen)  # (iterations, replicas, ...)
-        if stacked.shape[0] * stacked.shape[1] == 1:
-            result = stacked[0, 0]
-        elif stacked.ndim == 2:  # scalar outputs: one value per iteration and replica
-            result = stacked.reshape(-1)
-        else:
-            result = stacked.reshape((-1,) + stacked.shape[3:])
-        result = np.ascontiguousarray(result).reshape(np.shape(result))  # keeps 0-d shapes
-        if result.dtype in _NARROWED_NUMPY:  # the IPU has no 64-bit types
-            result = result.astype(_NARROWED_NUMPY[result.dtype])
-        return torch.from_numpy(result)
+            flat, spec = capture.flatten_inputs(args, kwargs)
+            self._check_inputs([capture.narrow(v) for v in flat], spec)
+        self.save(filename, export_model)
+
+    def save(self, filename: str, export_model: bool = True,
+             save_rng_state: bool = True) -> None:
+        """Save the compiled model to `filename`: the executable, options, weights (and
+        optimizer state), the RNG state if `save_rng_state`, and with `export_model` the
+        Python model object for `poptorch.load` (which must then be picklable)."""
+        self._check_alive()
+        path = check_str("save: filename", filename)
+        if self._compiled is None:
+            raise Error("save: the model is not compiled; call it, compile() or "
+                        "compileAndExport() first", type="executor")
+        self.copyWeightsToHostIfNeeded()
+        weights = {arg.name: self._host_tensor(arg) for arg in self._weights()
+                   if arg.kind != "constant"}
+        meta = persistence.executor_meta(
+            self._training, self._model, self._options, self._in_spec, self._input_meta,
+            self.per_replica_params, self.rng_state if save_rng_state else None)
+        persistence.write(path, self._compiled, weights, meta, self._optimizer,
+                          (self._user_model, self._optimizer) if export_model else None)
+        _logging.logger.info("saved the %s model to %s", self._name(), path)
+
+    def loadExecutable(self, filename: str) -> None:  # noqa: N802
+        """Load an executable written by compileAndExport (or save) into this wrapper,
+        whose model must have the weights it was compiled with (names, shapes, dtypes).
+        Only the wrapper's run-time options apply; its compile-time ones are the file's."""
+        self._check_alive()
+        path = check_str("loadExecutable: filename", filename)
+        self._load_file(persistence.open_file(path), path, self._options, explicit=True)
+
+    def _load_file(self, file: persistence.ExecutableFile, path: str, requested: Options,
+                   explicit: bool) -> None:
+        """Install the executable of `file` (loadExecutable, and `poptorch.load` on the
+        wrapper it makes); `requested` gives the run-time options."""
+        if self._compiled is not None:
+            raise Error(f"loadExecutable: this model is already compiled; wrap the model "
+                        f"again to load {path}", type="executor")
+        loaded = persistence.read(file, path, requested, explicit, self._training, self._model)
+        self._options = loaded.options
+        self.per_replica_params = loaded.groupings
+        self._groupings = grouping.resolve(self)
+        _logging.configure(loaded.options)
+        try:
+            self._install(loaded.compiled, loaded.in_spec, loaded.input_meta)
+            if loaded.rng is not None:
+                self.rng_state = loaded.rng
+            self._simulate()
+        except Exception as err:
+            self._compiled = None
+            if isinstance(err, Error):
+                raise
+            # a file can hold anything: what the checks above missed is still a refusal
+            raise Error(f"{path} cannot be loaded: {err!r}", type="executable") from None
+        self._connect()  # as after a compile: attach now, on the first run, or never

@@ -1,6 +1,7 @@
 """What the machine model reports about a compiled model: the options and the captured
 program turned into the arguments of `runtime.machine`, `runtime.memory.estimate` and
-`runtime.timeline.simulate`.
+`runtime.timeline.simulate`, and `MachineFigures`, the collaborator PoplarExecutor holds
+for them (`executor._figures`: the machine, the last run's timeline, the profile report).
 
 - Machine: `useOfflineIpuTarget(v)` selects `machine_for(v)` (1: GC2, 2: GC200, 21:
   GC200 with FP8); otherwise the GC200.
@@ -27,7 +28,8 @@ from typing import Any
 
 from torch_mlir import ir
 
-from poptorch import _logging
+from poptorch import _logging, profiling
+from poptorch._compiler.driver import Compiled
 from poptorch.dialects.placement import symbol_table
 from poptorch.errors import Error
 from poptorch.options import Options
@@ -155,145 +157,89 @@ def timeline_of(module: ir.Module, machine: Machine, captured: Any, options: Opt
 
 
 class MachineFigures:
-    """PoplarExecutor's part that runs the machine model on the compiled module and
-    reports its figures (the spec's cycle count, latencies and perf counters, the
-    profile report, and beyond PopTorch the timeline and the memory estimate)."""
+    """Runs the machine model on a compiled module and keeps what it reported: the
+    machine the options select, the timeline of the last call (the spec's cycle count,
+    latencies and perf counters read it) and the writer of the profile report.
 
-    _last_run: Timeline | None = None  # the timeline of the last call since compiling
-    _finalizer: weakref.finalize | None = None  # rewrites the profile report at the end
+    Given by the executor: the `driver.Compiled` program (whose `timeline` and `memory`
+    it fills), the options, whether the model trains, and what training adds (the
+    optimizer's state slots per weight, the work ending each step)."""
 
-    def _optimizer_slots(self) -> dict[str, int]:
-        """Optimizer state tensors per weight (none in inference)."""
-        return {}
+    def __init__(self) -> None:
+        self.machine: Machine | None = None
+        self.last_run: Timeline | None = None  # the timeline of the last call since compiling
+        self.report: weakref.finalize | None = None  # rewrites the profile report at the end
 
-    def _estimate_memory(self) -> None:
-        """Estimate memory per IPU on the machine model and refuse a model that does not
-        fit, before its weights are uploaded."""
-        compiled, opts = self._compiled, self._options
-        self._last_run = None
-        if self._finalizer is not None:  # a report of the previous compilation
-            self._finalizer.detach()
-            self._finalizer = None
-        self._machine = machine_of(opts)
+    def estimate(self, compiled: Compiled, options: Options, training: bool,
+                 optimizer_slots: Mapping[str, int]) -> None:
+        """Estimate memory per IPU (`compiled.memory`) and a first timeline
+        (`compiled.timeline`) on the machine model; refuse a model that does not fit."""
+        self.last_run = None
+        if self.report is not None:  # a report of the previous compilation
+            self.report.detach()
+            self.report = None
+        self.machine = machine_of(options)
         with compiled.context:
-            first = timeline_of(compiled.module, self._machine, compiled.captured, opts,
-                                self._training, cost=compiled.costs)
+            first = timeline_of(compiled.module, self.machine, compiled.captured, options,
+                                training, cost=compiled.costs)
             compiled.memory = memory_of(
-                compiled.module, self._machine, compiled.captured, opts, self._training,
-                self._optimizer_slots(), first.stash_bytes, compiled.costs)
+                compiled.module, self.machine, compiled.captured, options, training,
+                optimizer_slots, first.stash_bytes, compiled.costs)
         compiled.timeline = first
         compiled.memory.check()
 
-    def _release_figures(self) -> None:
-        """Write the profile report a last time, then drop the figures (destroy)."""
-        if self._finalizer is not None:
-            self._finalizer()
-        self._finalizer = None
-        self._last_run = None
-        self.__dict__.pop("_machine", None)
-
-    def _step_end(self) -> list[tuple[str, str, int, int]]:
-        """The machine model's work after each step's micro-batches (training's update)."""
-        return []
-
-    def _simulate(self) -> None:
-        """The machine model's timeline of one call, with the work ending each step."""
-        compiled = self._compiled
-        epilogue = self._step_end()
+    def simulate(self, compiled: Compiled, options: Options, training: bool,
+                 epilogue: Sequence[tuple[str, str, int, int]]) -> None:
+        """The timeline of one call with the work ending each step (training's update)."""
         if epilogue:
             with compiled.context:
                 compiled.timeline = timeline_of(
-                    compiled.module, self._machine, compiled.captured, self._options,
-                    self._training, epilogue, compiled.costs)
+                    compiled.module, self.machine, compiled.captured, options, training,
+                    epilogue, compiled.costs)
 
-    def getTimeline(self) -> Timeline:  # noqa: N802 - beyond PopTorch, named in its style
-        """The machine model's simulated timeline of one call: per-IPU events (compute,
-        IPU-Link copies, streaming-memory and host transfers, the step's all-reduce and
-        optimizer update), total cycles, idle fraction, stash bytes, perf counters and
-        latencies (`poptorch.runtime.machine.timeline.Timeline`; `.to_dict()` for JSON)."""
-        self._check_alive()
-        if self._compiled is None:
-            raise Error("the model must be compiled before it has a timeline",
-                        type="executor")
-        return self._compiled.timeline
+    def release(self) -> None:
+        """Write the profile report a last time, then drop the figures (destroy)."""
+        if self.report is not None:
+            self.report()
+        self.report = None
+        self.last_run = None
+        self.machine = None
 
-    def getMemoryEstimate(self) -> MemoryEstimate:  # noqa: N802 - beyond PopTorch
-        """The machine model's memory estimate: bytes per IPU by tensor class (weights,
-        activations, stash, optimizer state, gradients, temporary, code, io), per tile,
-        the largest tensors (`poptorch.runtime.machine.memory.MemoryEstimate`)."""
-        self._check_alive()
-        if self._compiled is None:
-            raise Error("the model must be compiled before it has a memory estimate",
-                        type="executor")
-        return self._compiled.memory
-
-    def _last(self, what: str) -> Timeline:
+    def last(self, what: str) -> Timeline:
         """The timeline of the last run (the same for every call of a compiled model)."""
-        self._check_alive()
-        if self._compiled is None or self._last_run is None:
+        if self.last_run is None:
             raise Error(f"the model must run before its {what} is known; call it first",
                         type="executor")
-        return self._last_run
+        return self.last_run
 
-    def cycleCount(self) -> int:  # noqa: N802
-        """Cycles the (first replica's) IPUs ran in the last call, on the machine model."""
-        return self._last("cycle count").total_cycles
-
-    def getLatency(self) -> tuple[float, float, float]:  # noqa: N802
-        """Round-trip latency of the last call's iterations (seconds): first input
-        requested to last output written back; (minimum, maximum, average)."""
-        return self._last("latency").latencies()["latency"]
-
-    def getComputeLatency(self) -> tuple[float, float, float]:  # noqa: N802
-        """Last input transferred to last output available, per iteration of the last
-        call (seconds): (minimum, maximum, average)."""
-        return self._last("compute latency").latencies()["compute"]
-
-    def getHostIpuLatency(self) -> tuple[float, float, float]:  # noqa: N802
-        """First input requested to last input transferred, per iteration of the last
-        call (seconds): (minimum, maximum, average)."""
-        return self._last("host-IPU latency").latencies()["host_ipu"]
-
-    def getIpuHostLatency(self) -> tuple[float, float, float]:  # noqa: N802
-        """First output available to last output written back, per iteration of the last
-        call (seconds): (minimum, maximum, average)."""
-        return self._last("IPU-host latency").latencies()["ipu_host"]
-
-    def getPerfCounters(self) -> dict[str, list[list[float]]]:  # noqa: N802
-        """'input', 'input_complete', 'output', 'output_complete': per input (output)
-        tensor, the time in seconds of each iteration of the last call."""
-        return self._last("perf counters").perf_counters()
-
-    def _after_run(self) -> None:
-        """Cycle count log (logCycleCount) and, after the first run, the profile report."""
-        first = self._last_run is None
-        timeline = self._last_run = self._compiled.timeline
-        if self._options.log_cycle_count:
+    def ran(self, compiled: Compiled, options: Options, kind: str) -> None:
+        """After a call: the cycle count log (logCycleCount) and, after the first run,
+        the profile report (`kind`: "training" or "inference", its default name)."""
+        first = self.last_run is None
+        timeline = self.last_run = compiled.timeline
+        if options.log_cycle_count:
             _logging.logger.debug("Total number of IPU cycles: %d", timeline.total_cycles)
         if first:
-            self._write_profile()
+            self._write_profile(compiled, options, kind)
 
-    def _write_profile(self) -> None:
+    def _write_profile(self, compiled: Compiled, options: Options, kind: str) -> None:
         """The report of `enableProfiling` / POPLAR_ENGINE_OPTIONS autoReport, written
         after the first run and again (with later tracepoints) when the executor is
         destroyed or the interpreter exits."""
-        from poptorch import profiling
-
-        opts = self._options
-        where = profiling.profile_settings(opts.profile_dir, opts.model_name,
-                                           "training" if self._training else "inference")
-        if where is None or self._compiled is None:
+        where = profiling.profile_settings(options.profile_dir, options.model_name, kind)
+        if where is None:
             return
-        directory, name = where
-        timeline, memory = self._compiled.timeline.to_dict(), self._compiled.memory.to_dict()
-        options = opts.toDict()
+        directory, report_name = where
+        timeline, memory = compiled.timeline.to_dict(), compiled.memory.to_dict()
+        settings = options.toDict()
 
         def write() -> None:
+            # start-up cost: the report's plotly takes about 50 ms to import
             from poptorch.runtime.machine.profile import write_report
 
-            paths = write_report(directory, name, timeline, memory,
-                                 profiling._recorder.events(), options)
+            paths = write_report(directory, report_name, timeline, memory,
+                                 profiling._recorder.events(), settings)
             _logging.logger.debug("profile report: %s", paths["html"])
 
         write()
-        self._finalizer = weakref.finalize(self, write)
+        self.report = weakref.finalize(self, write)

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from poptorch._executor import trainers
 from poptorch.errors import Error
 
 _CONTAINERS = (collections.OrderedDict, collections.defaultdict, dict, list, set, frozenset,
@@ -58,11 +59,10 @@ class _Pickler(pickle.Pickler):
                 bool(obj.requires_grad))
 
     def reducer_override(self, obj: Any) -> Any:
-        # trainingModel gives the user's model a synced subclass (_training_executor):
+        # trainingModel gives the user's model a synced subclass (`trainers.py`):
         # the file stores the user's own class.
-        synced = sys.modules.get("poptorch._executor.training")
-        if synced is not None and isinstance(obj, synced._SyncedModule):
-            cls = type(obj).__bases__[1]
+        cls = trainers.user_class(obj)
+        if cls is not None:
             return copyreg._reconstructor, (cls, object, None), obj.__getstate__()
         return NotImplemented
 

@@ -16,16 +16,30 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
+from poptorch._executor.model_copy import shallow_copy
+from poptorch._frontend import capture
 from poptorch.enums import CommGroupType, VariableRetrievalMode
 from poptorch.errors import Error
+from poptorch.options import Options
 
-if TYPE_CHECKING:
-    from poptorch._executor.executor import PoplarExecutor
+
+class GroupedExecutor(Protocol):
+    """What replica grouping reads and writes of a wrapped model (`PoplarExecutor`)."""
+
+    per_replica_params: dict[str, tuple[CommGroupType, int, VariableRetrievalMode]]
+
+    @property
+    def model(self) -> torch.nn.Module: ...
+
+    @property
+    def options(self) -> Options: ...
+
+    def isCompiled(self) -> bool: ...  # noqa: N802 - PopTorch's name
 
 
 @dataclass(frozen=True)
@@ -122,15 +136,56 @@ def to_host(array: np.ndarray, grouping: ReplicaGrouping) -> np.ndarray:
     return np.array(array[grouping.first_replicas()])
 
 
+def device_array(tensor: torch.Tensor, grouping: ReplicaGrouping | None) -> np.ndarray:
+    """The device array of a host weight (narrowed to 32 bits, a copy); a replica-grouped
+    one as (replicas, ...)."""
+    array = capture.narrow(tensor.detach()).cpu().numpy().copy()
+    return array if grouping is None else to_replicas(array, grouping)
+
+
+def per_group(groupings: dict[str, ReplicaGrouping], name: str, value: np.ndarray
+              ) -> np.ndarray:
+    """A device value of weight `name` with one entry per replica group ((groups,
+    ...), the groups' first replicas) if it is grouped; else unchanged."""
+    if name in groupings:
+        return value[groupings[name].first_replicas()]
+    return value
+
+
+def per_replica(groupings: dict[str, ReplicaGrouping], name: str, value: np.ndarray
+                ) -> np.ndarray:
+    """The inverse of `per_group`: each replica gets its group's entry."""
+    if name in groupings:
+        return value[groupings[name].group_of()]
+    return value
+
+
+def write_to_host(model: torch.nn.Module, groupings: dict[str, ReplicaGrouping],
+                  arrays: dict[str, np.ndarray]) -> dict[str, tuple[int, int]]:
+    """Write the replica-grouped parameters' device `arrays` into the host `model`, as
+    their VariableRetrievalMode asks: OnePerGroup writes (groups, ...), in place;
+    AllReplicas replaces the parameter's data by (replicas, ...), one value per replica
+    (uploading such a tensor again gives each group its first replica's). Returns the
+    written tensors' (id, _version) by name."""
+    written = {}
+    for name, group in groupings.items():
+        host = model.get_parameter(name)
+        value = torch.from_numpy(to_host(arrays[name], group)).to(host.dtype)
+        if value.shape == host.shape:
+            host.copy_(value)
+        else:
+            host.data = value
+        written[name] = (id(host), host._version)
+    return written
+
+
 def per_replica_model(model: torch.nn.Module, groupings: dict[str, ReplicaGrouping]
                       ) -> torch.nn.Module:
     """`model` with each grouped parameter replaced by one group's slice, for capture:
     the program is the per-replica one, and the executor feeds every replica its own."""
     if not groupings:
         return model
-    from poptorch._executor.executor import _shallow_copy
-
-    clone = _shallow_copy(model)
+    clone = shallow_copy(model)
     for name in groupings:
         owner, _, attr = name.rpartition(".")
         module = clone.get_submodule(owner)
@@ -145,7 +200,7 @@ class GroupingMethod:
     the grouping on the executor the parameter was read through. Pickling or copying
     the parameter keeps the method but not the executor it belonged to."""
 
-    def __init__(self, executor: PoplarExecutor | None, name: str) -> None:
+    def __init__(self, executor: GroupedExecutor | None, name: str) -> None:
         self._executor = weakref.ref(executor) if executor is not None else None
         self._name = name
 
@@ -170,12 +225,12 @@ class GroupingMethod:
         return GroupingMethod, (None, self._name)
 
 
-def attach(executor: PoplarExecutor, name: str, param: torch.nn.Parameter) -> None:
+def attach(executor: GroupedExecutor, name: str, param: torch.nn.Parameter) -> None:
     """Give `param` a `replicaGrouping` method bound to `executor` (PopTorch's API)."""
     param.replicaGrouping = GroupingMethod(executor, name)
 
 
-def resolve(executor: PoplarExecutor) -> dict[str, ReplicaGrouping]:
+def resolve(executor: GroupedExecutor) -> dict[str, ReplicaGrouping]:
     """The executor's groupings, checked against the options and host shapes (compile
     time: the replication factor may have changed since replicaGrouping was called)."""
     replicas = executor.options.replication_factor

@@ -4,10 +4,10 @@ Per device iteration, each replica runs the joint program on `gradientAccumulati
 micro-batches in turn (buffers such as batch-norm statistics update per micro-batch);
 gradients are accumulated (running or post mean, or sum), reduced over replicas by an
 `ipu.all_reduce` program (within the replica groups of a replica-grouped weight,
-`_replica_grouping`), and applied by the optimizer's `@optimizer_step` program
-(`_optimizer_program`). Weights stay on the device; the host model is updated lazily:
-on `copyWeightsToHost`, when the host model's parameters or state_dict are read, and
-before an `inferenceModel` of the same module runs.
+`replica_grouping.py`), and applied by the optimizer's `@optimizer_step` program
+(`_compiler/optimizer_program.py`). Weights stay on the device; the host model is
+updated lazily: on `copyWeightsToHost`, when the host model's parameters or state_dict
+are read, and before an `inferenceModel` of the same module runs (`trainers.py`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from torch.utils import _pytree as pytree
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from poptorch._executor import figures
+from poptorch._compiler.optimizer_program import GLOBAL, describe
+from poptorch._executor import batches, figures, trainers
+from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.executor import PoplarExecutor
 from poptorch._frontend import joint
 from poptorch.dialects import make_context, replica_group
@@ -31,52 +33,9 @@ from poptorch.dialects.structure import AllReduceOp
 from poptorch.dialects.types import element_type_of
 from poptorch.enums import MeanReductionStrategy, ReductionType
 from poptorch.errors import Error
+from poptorch.optim import _IpuOptimizer
 from poptorch.options import Options
 from poptorch.runtime.jit.program import Program, compile_module
-
-# user model -> the training executor that owns its weights (at most one)
-_TRAINERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def sync_trainers_to_host(model: torch.nn.Module) -> None:
-    """Copy a training executor's device weights into `model` if they are newer."""
-    trainer = _TRAINERS.get(model)
-    if trainer is not None and trainer() is not None:
-        trainer().copyWeightsToHostIfNeeded()
-
-
-class _SyncedModule:
-    """Mixed into the wrapped model's class: reading its parameters or state first
-    fetches the device's newer weights (PopTorch does the same)."""
-
-    def named_parameters(self, *args, **kwargs):
-        sync_trainers_to_host(self)
-        return super().named_parameters(*args, **kwargs)
-
-    def state_dict(self, *args, **kwargs):
-        sync_trainers_to_host(self)
-        return super().state_dict(*args, **kwargs)
-
-    def __getattr__(self, name):
-        # `model.W` or `model.layer.weight` after training (the spec's replica-grouping
-        # example reads its weight so): parameters and submodules are nn.Module's
-        # __getattr__, so plain attributes stay as fast as ever
-        value = super().__getattr__(name)
-        if isinstance(value, torch.nn.Parameter | torch.nn.Module):
-            sync_trainers_to_host(self)
-        return value
-
-
-_SYNCED_CLASSES: dict[type, type] = {}
-
-
-def _watch(model: torch.nn.Module, executor: TrainingExecutor) -> None:
-    cls = type(model)
-    if not issubclass(cls, _SyncedModule):
-        synced = _SYNCED_CLASSES.setdefault(cls, type(cls.__name__, (_SyncedModule, cls), {
-            "__module__": cls.__module__, "__qualname__": cls.__qualname__}))
-        model.__class__ = synced
-    _TRAINERS[model] = weakref.ref(executor)
 
 
 class TrainingExecutor(PoplarExecutor):
@@ -91,7 +50,7 @@ class TrainingExecutor(PoplarExecutor):
         self._model.train()
         self._optimizer = optimizer or torch.optim.SGD(model.parameters(), lr=0.01)
         self._weights_dirty = False
-        _watch(model, self)
+        trainers.register(model, self)
 
     def _accumulation(self) -> int:
         return self._options.Training.gradient_accumulation
@@ -104,8 +63,6 @@ class TrainingExecutor(PoplarExecutor):
 
     # ---- the optimizer ------------------------------------------------------------------
     def _compile_extra(self) -> None:
-        from poptorch._compiler.optimizer_program import describe
-
         self._spec = describe(self._optimizer)
         self._check_grouped_clipping()
         captured = self._compiled.captured
@@ -114,14 +71,14 @@ class TrainingExecutor(PoplarExecutor):
             params = []
             for name in captured.trainable:
                 host = self._model.get_parameter(name)
-                array = self._device[name][0] if name in self._groupings else self._device[name]
+                array = self._arrays[name][0] if name in self._groupings else self._arrays[name]
                 params.append((name, groups.get(id(host), 0), _tensor_type(array)))
             module = ir.Module.create()
             self._spec.emit(module, params)
             self._update_cycles = figures.optimizer_cycles(
                 symbol_table(module.operation)["optimizer_step"],
                 [name for name, _, _ in params],
-                self._machine)
+                self._figures.machine)
             self._summed = self._compile_summing()
             self._emit_reduce(module, [(name, t) for name, _, t in params
                                        if name not in self._summed])
@@ -129,7 +86,8 @@ class TrainingExecutor(PoplarExecutor):
             self._reduce = compile_module(module, "reduce_gradients")
             self._optimizer_text = str(module)
         del context
-        weights = {name: self._per_group(name, self._device[name]) for name in captured.trainable}
+        weights = {name: grouping.per_group(self._groupings, name, self._arrays[name])
+                   for name in captured.trainable}
         self._state = self._spec.initial_state(weights, self._optimizer, self._parameters())
         self._hyper = self._spec.hyper_values(self._optimizer)
         self._link_optimizer(self._optimizer)
@@ -166,8 +124,6 @@ class TrainingExecutor(PoplarExecutor):
                 for p in group["params"]}
 
     def _optimizer_slots(self) -> dict[str, int]:
-        from poptorch._compiler.optimizer_program import describe
-
         spec, groups = describe(self._optimizer), self._param_groups()
         return {name: spec.state_slots(groups.get(id(self._model.get_parameter(name)), 0))
                 for name in self._compiled.captured.trainable}
@@ -176,7 +132,7 @@ class TrainingExecutor(PoplarExecutor):
         compiled = self._compiled
         with compiled.context:
             return figures.epilogue_of(compiled.module, compiled.captured,
-                                             compiled.memory, self._machine,
+                                             compiled.memory, self._figures.machine,
                                              self._options.replication_factor,
                                              self._update_cycles)
 
@@ -184,8 +140,6 @@ class TrainingExecutor(PoplarExecutor):
         """max_grad_norm scales every gradient by one norm over all of them; with
         replica-grouped weights that norm differs between groups, which the shared
         weights' single update cannot follow."""
-        from poptorch._compiler.optimizer_program import GLOBAL
-
         if self._groupings and self._spec.constants.get((GLOBAL, "max_grad_norm")) != math.inf:
             names = ", ".join(self._groupings)
             raise Error(f"max_grad_norm is not supported with replica-grouped weights "
@@ -209,8 +163,6 @@ class TrainingExecutor(PoplarExecutor):
         """Make the optimizer's state_dict()/load_state_dict() use the device state:
         poptorch.optim classes through their `_ipu_link`, torch.optim ones through
         instance methods (PopTorch patches them in the same way)."""
-        from poptorch.optim import _IpuOptimizer
-
         link = _OptimizerLink(self)
         optimizer._ipu_link = link
         if not isinstance(optimizer, _IpuOptimizer):
@@ -220,8 +172,6 @@ class TrainingExecutor(PoplarExecutor):
     @staticmethod
     def _unlink_optimizer(optimizer: torch.optim.Optimizer) -> None:
         """Undo `_link_optimizer`: state_dict()/load_state_dict() are the host's again."""
-        from poptorch.optim import _IpuOptimizer
-
         optimizer._ipu_link = None
         if not isinstance(optimizer, _IpuOptimizer):
             for name in ("_ipu_link", "state_dict", "load_state_dict"):
@@ -258,8 +208,7 @@ class TrainingExecutor(PoplarExecutor):
             state = link.state_dict()
             self._unlink_optimizer(self._optimizer)
             torch.optim.Optimizer.load_state_dict(self._optimizer, state)
-        if _TRAINERS.get(self._user_model) is not None and _TRAINERS[self._user_model]() is self:
-            del _TRAINERS[self._user_model]
+        trainers.unregister(self._user_model, self)
         for name in ("_optimizer_step", "_reduce", "_optimizer_text", "_state", "_hyper",
                      "_spec", "_update_cycles", "_summed", "_summing"):
             self.__dict__.pop(name, None)
@@ -310,7 +259,7 @@ class TrainingExecutor(PoplarExecutor):
 
     def _run(self, flat: list[Any]):
         captured = self._compiled.captured
-        inputs = self._inputs(flat)
+        inputs = batches.stacked_inputs(flat, self._options, self._steps())
         accumulation = self._accumulation()
         n_outputs = sum(kind == "output" for kind, _ in captured.results)
         post = self._strategy() != MeanReductionStrategy.Running
@@ -332,7 +281,8 @@ class TrainingExecutor(PoplarExecutor):
             if mean and post:
                 total = [t / accumulation for t in total]
             self._apply(total)
-        outputs = [self._combine([step[i] for step in per_step]) for i in range(n_outputs)]
+        outputs = [batches.combine([step[i] for step in per_step], self._options, True)
+                   for i in range(n_outputs)]
         leaves = outputs[1:]
         leaves.insert(captured.loss_leaf, outputs[0])
         return pytree.tree_unflatten(leaves, captured.out_spec)
@@ -345,17 +295,17 @@ class TrainingExecutor(PoplarExecutor):
         reduced = list(grads)  # summed by the step's program (`_compile_summing`)
         with np.errstate(all="ignore"):
             for i, g in zip(rest, self._reduce.run(*(grads[i] for i in rest)), strict=True):
-                reduced[i] = (self._per_group(names[i], np.asarray(g))
+                reduced[i] = (grouping.per_group(self._groupings, names[i], np.asarray(g))
                               if names[i] in self._groupings else np.array(np.asarray(g)[0]))
         if self._options.Training.automatic_loss_scaling and not self._rescale(reduced):
             return  # overflow: the step is skipped and the loss scale halved
         layout = self._spec.state_layout()
         with np.errstate(all="ignore"):
             results = self._optimizer_step.run(
-                *(self._per_group(n, self._device[n]) for n in names), *reduced,
+                *(grouping.per_group(self._groupings, n, self._arrays[n]) for n in names), *reduced,
                 *(self._state[key] for key in layout), *self._hyper)
         for name, value in zip(names, results[:len(names)], strict=True):
-            self._device[name] = self._to_replicas(name, np.asarray(value))
+            self._arrays[name] = grouping.per_replica(self._groupings, name, np.asarray(value))
         for key, value in zip(layout, results[len(names):], strict=True):
             self._state[key] = np.asarray(value)
         self._weights_dirty = True
@@ -363,19 +313,21 @@ class TrainingExecutor(PoplarExecutor):
     # ---- weights ------------------------------------------------------------------------
     def copyWeightsToHost(self) -> None:  # noqa: N802
         """Write the device's weights and buffers into the host model (replica-grouped
-        parameters as their VariableRetrievalMode asks, see `_grouped_to_host`). Nothing
-        to do when detached: detaching copied them."""
+        parameters as their VariableRetrievalMode asks, see
+        `replica_grouping.write_to_host`). Nothing to do when detached: detaching copied
+        them."""
         self._check_alive()
-        if self._compiled is None or not self._attached:
+        if self._compiled is None or not self._device.attached:
             return
         captured = self._compiled.captured
         with torch.no_grad():
-            self._grouped_to_host()
+            self._uploaded.update(grouping.write_to_host(self._model, self._groupings,
+                                                         self._arrays))
             for name in [*captured.trainable, *captured.mutated_buffers]:
                 if name in self._frozen or name in self._groupings:
                     continue
                 host = dict(self._user_params_and_buffers())[name]
-                value = self._device[name]
+                value = self._arrays[name]
                 if value.ndim > host.dim():
                     value = value[0]
                 host.copy_(torch.from_numpy(np.array(value)).to(host.dtype))
@@ -408,7 +360,7 @@ class _OptimizerLink:
 
     def load_state_dict(self, state_dict: dict) -> None:
         ex = self._executor()
-        weights = {name: ex._per_group(name, ex._device[name])
+        weights = {name: grouping.per_group(ex._groupings, name, ex._arrays[name])
                    for name in ex._compiled.captured.trainable}
         ex._state = ex._spec.load_state_dict(ex._optimizer, state_dict, weights,
                                              ex._parameters())

@@ -10,8 +10,7 @@ import pytest
 import torch
 
 import poptorch
-from poptorch._executor import device
-from poptorch._executor.training import _TRAINERS
+from poptorch._executor import device, trainers
 from poptorch.runtime.machine.system import DEVICE_COUNT, device_ipus, devices_of_size
 
 
@@ -70,7 +69,7 @@ def test_use_ipu_id_range():
 def test_replicas_and_pipelines_take_devices_of_their_size():
     replicated = wrap(replicationFactor=4, useIpuId=97)
     replicated(torch.ones(4, 2), torch.ones(4, 2))
-    assert replicated._lease.device_id == 97 and replicated._lease.ipus == range(4, 8)
+    assert replicated._device.lease.device_id == 97 and replicated._device.lease.ipus == range(4, 8)
 
     class TwoStages(torch.nn.Module):
         def forward(self, a, b):
@@ -82,7 +81,7 @@ def test_replicas_and_pipelines_take_devices_of_their_size():
     opts = poptorch.Options().replicationFactor(2).deviceIterations(2)
     pipelined = poptorch.inferenceModel(TwoStages(), opts)
     pipelined(torch.ones(4, 2), torch.ones(4, 2))
-    assert pipelined._lease.device_id in devices_of_size(4)
+    assert pipelined._device.lease.device_id in devices_of_size(4)
     assert pipelined._model_ipus() == 2
 
 
@@ -130,7 +129,7 @@ def test_ipus_in_use_until_released(release):
     else:
         getattr(first, release)()
     second(*ONES)
-    assert second._lease.ipus == range(20, 21)
+    assert second._device.lease.ipus == range(20, 21)
 
 
 def test_the_holder_is_named():
@@ -146,7 +145,7 @@ def test_the_holder_is_named():
 def test_the_first_free_device_is_taken():
     everything = poptorch.inferenceModel(Add(), poptorch.Options().replicationFactor(64))
     everything(torch.ones(64, 2), torch.ones(64, 2))
-    assert everything._lease.device_id == 126
+    assert everything._device.lease.device_id == 126
     assert message_of(lambda: wrap()(*ONES)) == (
         "no device of 1 IPU is free (IDs 0..63): the model needs 1 IPU (1 IPU x "
         "replicationFactor(1)); detach or destroy another model (detachFromDevice() or "
@@ -155,7 +154,7 @@ def test_the_first_free_device_is_taken():
     first, second = wrap(), wrap()
     first(*ONES)
     second(*ONES)
-    assert first._lease.device_id != second._lease.device_id
+    assert first._device.lease.device_id != second._device.lease.device_id
 
 
 class SpyLogger:
@@ -209,15 +208,15 @@ def test_wait_for_ipu_is_read_strictly(monkeypatch):
 def test_connection_always_attaches_at_compile():
     model = wrap(useIpuId=40)
     model.compile(*ONES)
-    assert model.isAttachedToDevice() and model._lease.device_id == 40
+    assert model.isAttachedToDevice() and model._device.lease.device_id == 40
 
 
 def test_connection_on_demand_attaches_at_the_first_run():
     model = wrap(connectionType=poptorch.ConnectionType.OnDemand, useIpuId=41)
     model.compile(*ONES)
-    assert not model.isAttachedToDevice() and model._lease is None
+    assert not model.isAttachedToDevice() and model._device.lease is None
     assert torch.equal(model(*ONES), torch.full((2,), 2.0))
-    assert model.isAttachedToDevice() and model._lease.device_id == 41
+    assert model.isAttachedToDevice() and model._device.lease.device_id == 41
 
 
 NEVER = ("the options say never to attach to an IPU: connectionType(poptorch.ConnectionType."
@@ -289,16 +288,16 @@ def same(a, b):
 def test_destroy_releases_everything(optimizer_type, kwargs):
     model, optimizer, trainer = trained(optimizer_type, 50, **kwargs)
     state = optimizer.state_dict()  # the device's
-    weight = trainer._device["fc.weight"].copy()
+    weight = trainer._arrays["fc.weight"].copy()
     compiled = weakref.ref(trainer._compiled)
     trainer.destroy()
     gc.collect()
     assert compiled() is None  # the program, its MLIR module and context
     assert not trainer.isCompiled() and not trainer.isAttachedToDevice()
-    assert trainer._device == {} and trainer._lease is None and trainer._random is None
-    assert trainer._last_run is None and trainer._finalizer is None
+    assert trainer._arrays == {} and trainer._device.lease is None and trainer._random is None
+    assert trainer._figures.last_run is None and trainer._figures.report is None
     assert not {"_state", "_spec", "_optimizer_step", "_reduce"} & trainer.__dict__.keys()
-    assert model not in _TRAINERS
+    assert not trainers.is_registered(model)
     assert getattr(optimizer, "_ipu_link", None) is None and "state_dict" not in vars(optimizer)
     assert same(optimizer.state_dict(), state)  # the device's state is the host's now
     assert torch.equal(model.fc.weight.detach(), torch.from_numpy(weight))  # and the weights
@@ -351,7 +350,7 @@ def test_a_detached_model():
     model(x)
     assert message_of(model.attachToDevice) == "the model is already attached to a device"
     model.detachFromDevice()
-    assert model._lease is None
+    assert model._device.lease is None
     assert message_of(model.detachFromDevice) == "the model is not attached to a device"
     assert message_of(model.copyWeightsToDevice) == (
         "copyWeightsToDevice: the model is not attached to a device; call attachToDevice() "
@@ -362,7 +361,7 @@ def test_a_detached_model():
     assert torch.equal(host.weight.detach(), torch.ones(2, 2))
     model.load_state_dict({"weight": torch.full((2, 2), 2.0), "bias": torch.zeros(2)})
     assert torch.equal(model(x), torch.full((1, 2), 4.0))  # the call attached and uploaded
-    assert model.isAttachedToDevice() and model._lease.device_id == 51
+    assert model.isAttachedToDevice() and model._device.lease.device_id == 51
     model.destroy()
     assert model.weight is host.weight  # the wrapped model's attributes can still be read
 
@@ -370,9 +369,9 @@ def test_a_detached_model():
 def test_a_detached_trainer_keeps_its_optimizer_state():
     model, optimizer, trainer = trained(torch.optim.SGD, 53, momentum=0.9)
     state = optimizer.state_dict()
-    weight = trainer._device["fc.weight"].copy()
+    weight = trainer._arrays["fc.weight"].copy()
     trainer.detachFromDevice()  # copies the trained weights to the host
     assert torch.equal(model.fc.weight.detach(), torch.from_numpy(weight))
     trainer.attachToDevice()
     assert same(optimizer.state_dict(), state)
-    assert (trainer._device["fc.weight"] == weight).all()
+    assert (trainer._arrays["fc.weight"] == weight).all()

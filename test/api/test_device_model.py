@@ -233,11 +233,11 @@ def test_a_recompiled_model_drops_its_old_report_writer(tmp_path):
     """The previous compilation's report must not be rewritten over the new one when
     the interpreter exits."""
     model = run_two_inputs(poptorch.Options().enableProfiling(str(tmp_path)))
-    old = model._finalizer
+    old = model._figures.report
     assert old is not None and old.alive
     model.compile(torch.ones(8, 16), torch.ones(8, 16))
-    assert not old.alive and model._finalizer is None
+    assert not old.alive and model._figures.report is None
     with pytest.raises(poptorch.Error):
         model.cycleCount()  # recompiled, not run yet
     model(torch.ones(8, 16), torch.ones(8, 16))
-    assert model._finalizer.alive
+    assert model._figures.report.alive

@@ -94,7 +94,7 @@ def test_without_the_restore_the_rerun_differs(monkeypatch):
     """The acceptance test can fail: if a failed call kept its partial updates, the rerun
     would give other weights."""
     weights, _, _ = train(torch.optim.SGD, {"lr": 0.05, "momentum": 0.9})
-    monkeypatch.setattr(poptorch._executor.device.DeviceAttachment, "_restore",
+    monkeypatch.setattr(poptorch._executor.executor.PoplarExecutor, "_restore",
                         lambda self, saved: None)
     broken, _, _ = train(torch.optim.SGD, {"lr": 0.05, "momentum": 0.9}, ("IPU_RESET", 3))
     assert not torch.equal(broken["fc1.weight"], weights["fc1.weight"])
@@ -141,13 +141,13 @@ def test_calls_replace_device_arrays():
     trainer = poptorch.trainingModel(model, opts, poptorch.optim.Adam(model.parameters()))
     x, y = torch.randn(8, 6), torch.randn(8, 2)
     trainer(x, y)
-    device, state = dict(trainer._device), dict(trainer._state)
+    device, state = dict(trainer._arrays), dict(trainer._state)
     copies = copy.deepcopy((device, state))
     trainer(x, y)
     for before, after in zip((device, state), copies, strict=True):
         for key, value in before.items():
             np.testing.assert_array_equal(value, after[key])
-    assert not all(trainer._device[k] is v for k, v in device.items())
+    assert not all(trainer._arrays[k] is v for k, v in device.items())
 
 
 class Add(torch.nn.Module):
