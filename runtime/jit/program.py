@@ -18,20 +18,21 @@ from typing import Any
 import numpy as np
 from torch_mlir import ir
 
+from poptorch.dialects import op_class
+from poptorch.dialects.data_movement import ConcatOp
+from poptorch.dialects.elementwise import BINARY_OPS
+from poptorch.dialects.linear import MatMulOp
 from poptorch.errors import Error
-from poptorch.runtime.jit.codegen.fusion import (
-    Group,
-    compile_kernels,
-    find_groups,
-    groups_data,
-    groups_from,
-    read_index,
-    row_strides,
-)
-from poptorch.runtime.jit.codegen.window import KINDS as WINDOWS
-from poptorch.runtime.jit.codegen.window import window_group
+from poptorch.runtime.jit.codegen.fusion.cache import groups_data, groups_from, read_index
+from poptorch.runtime.jit.codegen.fusion.compiled import compile_kernels
+from poptorch.runtime.jit.codegen.fusion.group import Group, Kind, row_strides
+from poptorch.runtime.jit.codegen.fusion.grouping import find_groups
+from poptorch.runtime.jit.codegen.fusion.window import WINDOWS, window_group
 from poptorch.runtime.jit.heap import keep_freed_memory
-from poptorch.runtime.jit.kernels import load_all
+from poptorch.runtime.jit.kernels import HELPERS, Kernel, kernel_of
+
+# sums and differences, which commute with a sum over replicas (`summands`)
+_LINEAR = (BINARY_OPS["add"], BINARY_OPS["sub"])
 
 
 @dataclass
@@ -53,9 +54,9 @@ def _identifier(name: str) -> str:
 class _Codegen:
     def __init__(self, entry: str, summed: Mapping[int, str], replicas: int,
                  fuse: bool, index: dict | None = None) -> None:
-        self.kernels = load_all()
         self.constants: list[Any] = []
-        self.used: dict[str, str] = {}  # op name -> Python name of its kernel
+        self.used: dict[str, str] = {}  # op (or helper) name -> Python name of its kernel
+        self.bound: dict[str, Kernel] = {}  # op (or helper) name -> its kernel
         self.lines: list[str] = []
         self.entry, self.summed, self.replicas, self.fuse = entry, summed, replicas, fuse
         self.fused: dict[ir.Operation, str] = {}  # matmul -> reduction of its replica sum
@@ -63,7 +64,7 @@ class _Codegen:
         self.wrapped: dict[int, str] = {}  # this function's results to sum on return
         self.groups: list[Group] = []  # fused elementwise kernels, numbered program-wide
         self.contiguous: set[ir.Operation] = set()  # views copied where made (`shared_views`)
-        self.index = index  # an earlier compile's groups (`fusion.read_index`), if any
+        self.index = index  # an earlier compile's groups (`cache.read_index`), if any
         self.found: list[list[dict]] = []  # each function's groups, as `groups_data`
 
     def literal(self, value: Any) -> str:
@@ -138,7 +139,7 @@ class _Codegen:
         groups = find_groups(block, self.position, self.summing)
         self.into_concat(groups, block)
         pools = [window_group(op.operation) for op in block.operations
-                 if op.operation.name in WINDOWS and op.operation not in self.links]
+                 if op_class(op) in WINDOWS and op.operation not in self.links]
         groups = sorted(groups + [g for g in pools if g is not None],
                         key=lambda g: self.position[g.last])
         self.found.append(groups_data(groups, block))
@@ -149,11 +150,11 @@ class _Codegen:
         group, of its shape and read by nothing else, is stored by the group's kernel:
         each result straight into its place (an LSTM's backward step concatenates its
         four gate gradients, 64 KB copied by a call per step)."""
-        made = {v: g for g in groups if g.kind == "elementwise" and not g.reduced
+        made = {v: g for g in groups if g.kind is Kind.ELEMENTWISE and not g.reduced
                 for v in g.outputs}
         for op in block.operations:
             op = op.operation
-            if op.name != "ipu.concat" or op in self.links:
+            if op_class(op) is not ConcatOp or op in self.links:
                 continue
             parts = self.operands(op.opview)
             group = made.get(parts[0])
@@ -182,7 +183,7 @@ class _Codegen:
                 owner = value.owner
                 if isinstance(owner, ir.Block):
                     continue
-                k = self.kernels.get(owner.name)
+                k = kernel_of(owner)
                 if k is not None and k.view and owner.operation not in self.links:
                     readers[owner.operation] = readers.get(owner.operation, 0) + 1
         return {op for op, n in readers.items() if n > 1}
@@ -217,13 +218,14 @@ class _Codegen:
         owner = value.owner
         if isinstance(owner, ir.Block) or len(list(value.uses)) != 1:
             return None
-        if owner.name == "ipu.matmul":
+        cls = op_class(owner)
+        if cls is MatMulOp:
             return [owner.operation]
-        k = self.kernels.get(owner.name)
+        k = kernel_of(owner)
         if k is not None and k.view:
             self.summing.add(owner.operation)
             return self.summands(owner.operands[0])
-        if owner.name in ("ipu.add", "ipu.sub") and \
+        if cls in _LINEAR and \
                 owner.operands[0].type == owner.operands[1].type == value.type:
             self.summing.add(owner.operation)  # (kept out of fusion even if unused)
             lhs, rhs = (self.summands(v) for v in owner.operands)
@@ -235,7 +237,7 @@ class _Codegen:
         that reads it: its one reader, of the same op and static arguments."""
         links = {}
         for op in block.operations:
-            k = self.kernels.get(op.operation.name)
+            k = kernel_of(op)
             if k is None or not k.chains or len(op.results) != 1:
                 continue
             uses = list(op.results[0].uses)
@@ -264,7 +266,7 @@ class _Codegen:
         args = [value_name(v) for v in self.operands(op)]
         if name == "func.return":
             for index, reduction in self.wrapped.items():
-                kernel = self.used.setdefault("replica_sum", "replica_sum")
+                kernel = self.use("replica_sum", HELPERS["replica_sum"])
                 args[index] = (f"{kernel}({args[index]}, reduction={reduction!r}, "
                                f"rank={op.operands[index].type.rank}, "
                                f"replicas={self.replicas})")
@@ -273,17 +275,18 @@ class _Codegen:
             callee = _identifier(op.attributes["callee"].value)
             call = f"{callee}({', '.join(args)})"
         else:
-            k = self.kernels.get(name)
+            k = kernel_of(name)
             if k is None:
                 raise Error(f"no kernel implements '{name}'", type="runtime",
                             location=str(op.location))
             static = k.static(op)
+            called = k
             if op.operation in self.fused:
-                name = "matmul_replica_sum"
+                name, called = "matmul_replica_sum", HELPERS["matmul_replica_sum"]
                 static = {"reduction": self.fused[op.operation],
                           "rank": op.results[0].type.rank, "replicas": self.replicas,
                           **static}
-            pyname = self.used.setdefault(name, _identifier(name))
+            pyname = self.use(name, called)
             kwargs = [f"{key}={self.literal(v)}" for key, v in static.items()]
             dead = self.reusable_operand(op) if k.takes_out else None
             if dead is not None:
@@ -298,9 +301,15 @@ class _Codegen:
             return f"{results[0]}, = {call}"
         return f"{', '.join(results)} = {call}"
 
-    def fresh(self, name: str) -> bool:
-        """Whether the kernel of op `name` returns new arrays that alias no operand."""
-        k = self.kernels.get(name)
+    def use(self, name: str, kernel: Kernel) -> str:
+        """The Python name the program calls `kernel` (of op or helper `name`) by."""
+        self.bound.setdefault(name, kernel)
+        return self.used.setdefault(name, _identifier(name))
+
+    @staticmethod
+    def fresh(op: ir.Operation) -> bool:
+        """Whether the kernel of `op` returns new arrays that alias no operand."""
+        k = kernel_of(op)
         return k is not None and k.fresh
 
     def reusable_operand(self, op: ir.OpView) -> ir.Value | None:
@@ -318,7 +327,7 @@ class _Codegen:
             # read once by this op; every other reader an earlier op of this block
             if users.count(this) == 1 and all(
                     user == this or (self.position.get(user, here) < here
-                                     and self.fresh(user.name)) for user in users):
+                                     and self.fresh(user)) for user in users):
                 return value
         return None
 
@@ -326,9 +335,9 @@ class _Codegen:
         """Only `value` refers to its array: a fresh-array kernel made it, or it is a view
         (reshape, permute, slice) of an owned array that nothing else reads."""
         while not isinstance(value.owner, ir.Block):
-            if self.fresh(value.owner.name):
+            if self.fresh(value.owner):
                 return True
-            k = self.kernels.get(value.owner.name)
+            k = kernel_of(value.owner)
             if k is None or not k.view:
                 return False
             source = value.owner.operands[0]
@@ -349,7 +358,7 @@ def compile_module(module: ir.Module, entry: str = "main",
     replica's value). `fuse`: group elementwise ops into compiled kernels (`fusion`);
     without it every op is a NumPy kernel call. `key`: the module's printed text, when
     the caller has it: the executable cache directory then indexes the compiled
-    kernels by it (`fusion.compile_kernels`)."""
+    kernels by it (`compiled.compile_kernels`)."""
     keep_freed_memory()
     if key is not None:  # what else decides the groups
         key = f"{entry} {sorted((summed or {}).items())} {replicas}\n{key}"
@@ -368,7 +377,7 @@ def compile_module(module: ir.Module, entry: str = "main",
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     fused = compile_kernels(gen.groups, module.context, key, gen.found, gen.index) \
         if gen.groups else None
-    namespace = {"K": gen.kernels, "C": gen.constants, "np": np,
+    namespace = {"K": gen.bound, "C": gen.constants, "np": np,
                  "F": fused.kernels if fused else []}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
     func = next(op for op in module.body.operations

@@ -1,7 +1,8 @@
-"""Elementwise fusion in the JIT (`runtime/fusion.py`): which ops become one kernel, the
-kernel's MLIR, and its numbers against the NumPy kernels (bit for bit where the op is
+"""Elementwise fusion in the JIT (`runtime/jit/codegen/fusion/`): which ops become one
+kernel, the kernel's MLIR, and its numbers against the NumPy kernels (bit for bit where the op is
 exact) and against float64 (exp, tanh, sigmoid, erf, GELU within a few ulp)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,11 +11,12 @@ import sys
 import numpy as np
 import pytest
 import torch
-from torch_mlir import ir
+from torch_mlir import execution_engine, ir
 
 import poptorch
+import poptorch.runtime.jit.program as jit
 from poptorch.dialects import make_context
-from poptorch.runtime.jit.codegen import fusion
+from poptorch.runtime.jit.codegen.fusion import cache, compiled, grouping
 from poptorch.runtime.jit.program import compile_module
 
 N = 64 * 128  # at least FUSE_MIN_ELEMENTS
@@ -361,7 +363,7 @@ CHECK: llvm.store %t4, %q0 : f32, !llvm.ptr
     source = tmp_path / "kernels.mlir"
     source.write_text(program.kernels)
     lowered = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ipu-opt"),
-                              str(source), "--pass-pipeline", fusion.LOWERING],
+                              str(source), "--pass-pipeline", cache.LOWERING],
                              capture_output=True, text=True)
     assert lowered.returncode == 0, lowered.stderr
     assert "llvm.func @fused_0" in lowered.stdout and "scf.for" not in lowered.stdout
@@ -593,13 +595,11 @@ needs_cc = pytest.mark.skipif(shutil.which("cc") is None,
 
 def forbid_compiling(patch: pytest.MonkeyPatch) -> None:
     """Make compiling a kernel module with MLIR's ExecutionEngine fail the test."""
-    import torch_mlir.execution_engine as engine
-
     class NoEngine:
         def __init__(self, *args, **kwargs):
             raise AssertionError("compiled again")
 
-    patch.setattr(engine, "ExecutionEngine", NoEngine)
+    patch.setattr(execution_engine, "ExecutionEngine", NoEngine)
 
 
 @needs_cc
@@ -613,13 +613,13 @@ def test_the_executable_cache_keeps_compiled_kernels(tmp_path, monkeypatch):
       return %0 : {T}
     }}"""
     x = values(15)
-    with fusion.kernel_directory(str(tmp_path)):
+    with cache.kernel_directory(str(tmp_path)):
         first, _ = compile_both(text)
     kept = sorted(p.name for p in tmp_path.iterdir())
     assert len(kept) == 1 and kept[0].startswith("kernels-") and kept[0].endswith(".so")
     expected, = first.run(x)
 
-    with monkeypatch.context() as patch, fusion.kernel_directory(str(tmp_path)):
+    with monkeypatch.context() as patch, cache.kernel_directory(str(tmp_path)):
         forbid_compiling(patch)
         loaded, _ = compile_both(text)
     np.testing.assert_array_equal(loaded.run(x)[0], expected)
@@ -628,7 +628,7 @@ def test_the_executable_cache_keeps_compiled_kernels(tmp_path, monkeypatch):
     damaged = tmp_path / "other"
     damaged.mkdir()
     (damaged / kept[0]).write_bytes(b"not a shared object")
-    with fusion.kernel_directory(str(damaged)):
+    with cache.kernel_directory(str(damaged)):
         again, _ = compile_both(text)
     np.testing.assert_array_equal(again.run(x)[0], expected)
     assert (damaged / kept[0]).read_bytes()[:4] == b"\x7fELF"
@@ -674,15 +674,15 @@ def test_groups_round_trip_through_their_data():
         module = ir.Module.parse(LSTM_STEPS)
         block = module.body.operations[0].regions[0].blocks[0]
         position = {op.operation: i for i, op in enumerate(block.operations)}
-        found = fusion.find_groups(block, position)
+        found = grouping.find_groups(block, position)
         assert len(found) == 2 and found[1].reduced == (1,) and found[0].absorbed
-        back = fusion.groups_from(fusion.groups_data(found, block), block)
+        back = cache.groups_from(cache.groups_data(found, block), block)
         for a, b in zip(found, back, strict=True):
             assert (a.shape, a.ops, a.absorbed, a.inputs, a.outputs, a.reduced, a.paths) == \
                 (b.shape, b.ops, b.absorbed, b.inputs, b.outputs, b.reduced, b.paths)
             assert [r.key for r in a.reads] == [r.key for r in b.reads]
         with pytest.raises(IndexError):  # groups of another block do not fit this one
-            fusion.groups_from([{**fusion.groups_data(found, block)[0], "ops": [99]}], block)
+            cache.groups_from([{**cache.groups_data(found, block)[0], "ops": [99]}], block)
 
 
 def _warm(text: str):
@@ -699,31 +699,28 @@ def test_a_warm_compile_takes_its_groups_and_kernels_from_the_index(tmp_path, mo
     rng = np.random.default_rng(3)
     args = [rng.standard_normal(shape, dtype=np.float32) / 4 for shape in
             [(2, 64, 512), (512,), (64, 512), (128, 512), (64, 128)]]
-    with fusion.kernel_directory(str(tmp_path)):
+    with cache.kernel_directory(str(tmp_path)):
         cold = _warm(LSTM_STEPS)
     index, = tmp_path.glob("kernels-*.json")
     expected = cold.run(*args)
 
-    import poptorch.runtime.jit.program as jit
-
     def forbidden(*args, **kwargs):
         raise AssertionError("found again")
 
-    with monkeypatch.context() as patch, fusion.kernel_directory(str(tmp_path)):
+    with monkeypatch.context() as patch, cache.kernel_directory(str(tmp_path)):
         forbid_compiling(patch)
         patch.setattr(jit, "find_groups", forbidden)
-        patch.setattr(fusion, "kernel_module", forbidden)
+        patch.setattr(compiled, "kernel_module", forbidden)
         warm = _warm(LSTM_STEPS)
     assert warm.source == cold.source and warm.kernels == cold.kernels
     for a, b in zip(warm.run(*args), expected, strict=True):
         np.testing.assert_array_equal(a, b)
 
-    import json
     entry = json.loads(index.read_text())
     for damage in ('{"library": "kernels-0.so"', json.dumps(
             {**entry, "functions": [[{**entry["functions"][0][0], "ops": [10**6]}]]})):
         index.write_text(damage)
-        with fusion.kernel_directory(str(tmp_path)):
+        with cache.kernel_directory(str(tmp_path)):
             again = _warm(LSTM_STEPS)
         for a, b in zip(again.run(*args), expected, strict=True):
             np.testing.assert_array_equal(a, b)

@@ -1,7 +1,7 @@
 """The JIT's buffer reuse: an elementwise op writes into an operand's array when nothing
 reads that array later, never into an argument, a value read twice, one with a live view
-or a returned one; and
-the allocator tuning that lets a program's arrays reuse pages between calls."""
+or a returned one; the allocator tuning that lets a program's arrays reuse pages between
+calls; and the kernel table, which covers every ipu op or names why not."""
 
 import os
 import platform
@@ -14,7 +14,9 @@ from torch_mlir import ir
 
 from poptorch.dialects import make_context
 from poptorch.runtime.jit import heap
-from poptorch.runtime.jit.kernels import REUSE_BYTES
+from poptorch.runtime.jit.kernels.common import REUSE_BYTES
+from poptorch.runtime.jit.kernels.elementwise import select
+from poptorch.runtime.jit.kernels.structure import replica_sum
 from poptorch.runtime.jit.program import compile_module
 
 T = "tensor<64x512xf32>"
@@ -145,8 +147,6 @@ def test_select_is_where_bit_for_bit(size, dtype):
     """The select kernel, branchless on large operands, gives np.where's bits: NaN, inf and
     -0.0 included, with a zero (or -0.0) side, a scalar side, and into either side's
     array."""
-    from poptorch.runtime.jit.kernels.elementwise import select
-
     rng = np.random.default_rng(0)
     c = rng.random(size) > 0.5
     x, y = (rng.standard_normal((2, size)) * 4).astype(dtype)
@@ -309,7 +309,5 @@ def test_summed_results_of_other_replica_counts_are_refused(summing):
     g, h = rng.standard_normal((2, 2, 5, 3), dtype=np.float32)
     with pytest.raises(ValueError, match="operands of 2 and 2 replicas where 3 were compiled"):
         summing.run(x, g, h, np.zeros(3, np.float32))
-    from poptorch.runtime.jit.kernels.structure import replica_sum
-
     with pytest.raises(ValueError, match="a result has 2 replicas where 3 were compiled"):
         replica_sum(g, reduction="sum", rank=2, replicas=3)

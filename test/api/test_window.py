@@ -1,7 +1,7 @@
-"""Compiled window kernels (`runtime/window.py`): max pooling, with and without indices,
-and its gradient, bit for bit against the NumPy kernels and PyTorch, over the window
-shapes PyTorch allows (padding, ceil mode, dilation, 1 to 3 pooled dims), NaN and
-ties, and replica axes."""
+"""Compiled window kernels (`runtime/jit/codegen/fusion/`: `window.py`, `pooling.py`,
+`convolution.py`): max pooling, with and without indices, and its gradient, bit for bit
+against the NumPy kernels and PyTorch, over the window shapes PyTorch allows (padding,
+ceil mode, dilation, 1 to 3 pooled dims), NaN and ties, and replica axes."""
 
 import numpy as np
 import pytest
@@ -10,7 +10,7 @@ import torch.nn.functional as F  # noqa: N812 - PyTorch's own spelling
 from torch_mlir import ir
 
 from poptorch.dialects import make_context
-from poptorch.runtime.jit.codegen import window
+from poptorch.runtime.jit.codegen.fusion import window
 from poptorch.runtime.jit.program import compile_module
 
 

@@ -1,5 +1,6 @@
 """Scalar MLIR (arith and math ops on f32 and i1) for the body of a fused elementwise
-kernel: one emitter per fusible ipu op, and the float32 exp, tanh and erf they need.
+kernel: one emitter per fusible ipu op (`EMITTERS`, keyed by op class), the float32
+exp, tanh and erf they need, and the reductions a group may end with (`REDUCTIONS`).
 
 The transcendental functions are written out as arith ops (polynomials, a clamp, and a
 power of two made from its exponent bits) rather than `math.exp` or `math.tanh`: LLVM
@@ -16,6 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from poptorch.dialects.elementwise import BINARY_OPS, COMPARE_OPS, UNARY_OPS, SelectOp
 from poptorch.runtime.jit.kernels.elementwise import _ERF_P, _ERF_Q
 
 
@@ -177,40 +179,48 @@ def _compare(predicate: str) -> Callable[..., str]:
     return lambda b, x, y: b.cmp(predicate, x, y)
 
 
-# ipu op -> (emitter, operand element types, result element type); an emitter takes the
-# body and its operands' SSA names (and the op's element types for casts)
-EMITTERS: dict[str, tuple[Callable[..., str], tuple[str, ...], str]] = {
-    "ipu.add": (lambda b, x, y: b.f("addf", x, y), ("f32", "f32"), "f32"),
-    "ipu.sub": (lambda b, x, y: b.f("subf", x, y), ("f32", "f32"), "f32"),
-    "ipu.mul": (lambda b, x, y: b.f("mulf", x, y), ("f32", "f32"), "f32"),
-    "ipu.div": (lambda b, x, y: b.f("divf", x, y), ("f32", "f32"), "f32"),
-    "ipu.max": (lambda b, x, y: b.f("maximumf", x, y), ("f32", "f32"), "f32"),
-    "ipu.min": (lambda b, x, y: b.f("minimumf", x, y), ("f32", "f32"), "f32"),
-    "ipu.neg": (lambda b, x: b.f("negf", x), ("f32",), "f32"),
-    "ipu.abs": (lambda b, x: b.m("absf", x), ("f32",), "f32"),
-    "ipu.square": (lambda b, x: b.f("mulf", x, x), ("f32",), "f32"),
-    "ipu.sqrt": (lambda b, x: b.m("sqrt", x), ("f32",), "f32"),
-    "ipu.rsqrt": (_rsqrt, ("f32",), "f32"),
-    "ipu.reciprocal": (lambda b, x: b.f("divf", b.const(1.0), x), ("f32",), "f32"),
-    "ipu.relu": (_relu, ("f32",), "f32"),
-    "ipu.exp": (exp, ("f32",), "f32"),
-    "ipu.tanh": (tanh, ("f32",), "f32"),
-    "ipu.sigmoid": (sigmoid, ("f32",), "f32"),
-    "ipu.erf": (erf, ("f32",), "f32"),
-    "ipu.gelu": (gelu, ("f32",), "f32"),
-    "ipu.gelu_tanh": (gelu_tanh, ("f32",), "f32"),
-    "ipu.select": (lambda b, c, x, y: b.select(c, x, y), ("i1", "f32", "f32"), "f32"),
-    "ipu.eq": (_compare("oeq"), ("f32", "f32"), "i1"),
-    "ipu.ne": (_compare("une"), ("f32", "f32"), "i1"),
-    "ipu.lt": (_compare("olt"), ("f32", "f32"), "i1"),
-    "ipu.le": (_compare("ole"), ("f32", "f32"), "i1"),
-    "ipu.gt": (_compare("ogt"), ("f32", "f32"), "i1"),
-    "ipu.ge": (_compare("oge"), ("f32", "f32"), "i1"),
-    "ipu.logical_and": (_logical("andi"), ("i1", "i1"), "i1"),
-    "ipu.logical_or": (_logical("ori"), ("i1", "i1"), "i1"),
-    "ipu.logical_xor": (_logical("xori"), ("i1", "i1"), "i1"),
+# ipu op class -> (emitter, operand element types, result element type); an emitter takes
+# the body and its operands' SSA names. (The dialect's elementwise families are tables of
+# op classes by short name: `UNARY_OPS`, `BINARY_OPS`, `COMPARE_OPS`.)
+EMITTERS: dict[type, tuple[Callable[..., str], tuple[str, ...], str]] = {
+    BINARY_OPS["add"]: (lambda b, x, y: b.f("addf", x, y), ("f32", "f32"), "f32"),
+    BINARY_OPS["sub"]: (lambda b, x, y: b.f("subf", x, y), ("f32", "f32"), "f32"),
+    BINARY_OPS["mul"]: (lambda b, x, y: b.f("mulf", x, y), ("f32", "f32"), "f32"),
+    BINARY_OPS["div"]: (lambda b, x, y: b.f("divf", x, y), ("f32", "f32"), "f32"),
+    BINARY_OPS["max"]: (lambda b, x, y: b.f("maximumf", x, y), ("f32", "f32"), "f32"),
+    BINARY_OPS["min"]: (lambda b, x, y: b.f("minimumf", x, y), ("f32", "f32"), "f32"),
+    UNARY_OPS["neg"]: (lambda b, x: b.f("negf", x), ("f32",), "f32"),
+    UNARY_OPS["abs"]: (lambda b, x: b.m("absf", x), ("f32",), "f32"),
+    UNARY_OPS["square"]: (lambda b, x: b.f("mulf", x, x), ("f32",), "f32"),
+    UNARY_OPS["sqrt"]: (lambda b, x: b.m("sqrt", x), ("f32",), "f32"),
+    UNARY_OPS["rsqrt"]: (_rsqrt, ("f32",), "f32"),
+    UNARY_OPS["reciprocal"]: (lambda b, x: b.f("divf", b.const(1.0), x), ("f32",), "f32"),
+    UNARY_OPS["relu"]: (_relu, ("f32",), "f32"),
+    UNARY_OPS["exp"]: (exp, ("f32",), "f32"),
+    UNARY_OPS["tanh"]: (tanh, ("f32",), "f32"),
+    UNARY_OPS["sigmoid"]: (sigmoid, ("f32",), "f32"),
+    UNARY_OPS["erf"]: (erf, ("f32",), "f32"),
+    UNARY_OPS["gelu"]: (gelu, ("f32",), "f32"),
+    UNARY_OPS["gelu_tanh"]: (gelu_tanh, ("f32",), "f32"),
+    SelectOp: (lambda b, c, x, y: b.select(c, x, y), ("i1", "f32", "f32"), "f32"),
+    COMPARE_OPS["eq"]: (_compare("oeq"), ("f32", "f32"), "i1"),
+    COMPARE_OPS["ne"]: (_compare("une"), ("f32", "f32"), "i1"),
+    COMPARE_OPS["lt"]: (_compare("olt"), ("f32", "f32"), "i1"),
+    COMPARE_OPS["le"]: (_compare("ole"), ("f32", "f32"), "i1"),
+    COMPARE_OPS["gt"]: (_compare("ogt"), ("f32", "f32"), "i1"),
+    COMPARE_OPS["ge"]: (_compare("oge"), ("f32", "f32"), "i1"),
+    BINARY_OPS["logical_and"]: (_logical("andi"), ("i1", "i1"), "i1"),
+    BINARY_OPS["logical_or"]: (_logical("ori"), ("i1", "i1"), "i1"),
+    BINARY_OPS["logical_xor"]: (_logical("xori"), ("i1", "i1"), "i1"),
 }
 
 # Ops that are many NumPy passes each: worth a kernel of their own
-COMPOSITE = {"ipu.exp", "ipu.tanh", "ipu.sigmoid", "ipu.erf", "ipu.gelu", "ipu.gelu_tanh",
-             "ipu.rsqrt", "ipu.select"}
+COMPOSITE: set[type] = {
+    *(UNARY_OPS[name] for name in ("exp", "tanh", "sigmoid", "erf", "gelu", "gelu_tanh",
+                                   "rsqrt")),
+    SelectOp,
+}
+
+# reduction kind -> (the accumulator's first value, the combining arith op)
+REDUCTIONS = {"sum": (0.0, "addf"), "max": (float("-inf"), "maximumf"),
+              "min": (float("inf"), "minimumf")}

@@ -20,8 +20,20 @@ import math
 
 import numpy as np
 
-from poptorch.dialects.convolution import pool_output_size
-from poptorch.runtime.jit.kernels import kernel, leading
+from poptorch.dialects.convolution import (
+    AdaptiveAvgPoolOp,
+    AdaptiveMaxPoolOp,
+    AvgPoolOp,
+    ConvOp,
+    ConvTransposeOp,
+    MaxPoolOp,
+    MaxPoolWithIndicesOp,
+    PadOp,
+    UpsampleNearestOp,
+    pool_output_size,
+)
+from poptorch.runtime.jit.kernels.common import leading
+from poptorch.runtime.jit.kernels.registry import kernel
 
 
 def taps(kernel_size, dilations, strides, outputs):
@@ -114,7 +126,7 @@ def _conv(x, w, strides, padding_low, padding_high, dilations, groups):
     return np.moveaxis(y, 2, 1).reshape((lx, n, c_out) + outputs)
 
 
-@kernel("ipu.conv", fresh=True)
+@kernel(ConvOp, fresh=True)
 def conv(x, w, strides, padding_low, padding_high, dilations, groups):
     return _batched(_conv, x, w, len(strides), strides=strides, padding_low=padding_low,
                     padding_high=padding_high, dilations=dilations, groups=groups)
@@ -142,7 +154,7 @@ def _conv_transpose(x, w, strides, padding, output_padding, dilations, groups):
     return np.moveaxis(y, 3, 1).reshape((lx, n, groups * c_group) + outputs)
 
 
-@kernel("ipu.conv_transpose")
+@kernel(ConvTransposeOp)
 def conv_transpose(x, w, strides, padding, output_padding, dilations, groups):
     return _batched(_conv_transpose, x, w, len(strides), strides=strides, padding=padding,
                     output_padding=output_padding, dilations=dilations, groups=groups)
@@ -161,7 +173,7 @@ def lowest(dtype):
     return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
 
 
-@kernel("ipu.max_pool")
+@kernel(MaxPoolOp)
 def max_pool(x, kernel, strides, padding, dilations, ceil_mode):
     d = len(kernel)
     outputs, high = pool_geometry(x.shape[-d:], kernel, strides, padding, dilations,
@@ -185,7 +197,7 @@ def flat_index(spatial, starts):
     return flat
 
 
-@kernel("ipu.max_pool_with_indices")
+@kernel(MaxPoolWithIndicesOp)
 def max_pool_with_indices(x, kernel, strides, padding, dilations, ceil_mode):
     """PyTorch's order: start at the first element inside the input, then take every later
     element of the window that is greater, or NaN."""
@@ -262,7 +274,7 @@ def avg_divisors(spatial, kernel_size, strides, padding, outputs, include_pad, d
     return counts
 
 
-@kernel("ipu.avg_pool")
+@kernel(AvgPoolOp)
 def avg_pool(x, kernel, strides, padding, ceil_mode, count_include_pad, divisor):
     d = len(kernel)
     spatial = x.shape[-d:]
@@ -297,12 +309,12 @@ def _adaptive(x, output_size, reduce):
     return x
 
 
-@kernel("ipu.adaptive_max_pool")
+@kernel(AdaptiveMaxPoolOp)
 def adaptive_max_pool(x, output_size):
     return _adaptive(x, output_size, lambda g, inside, axis: g.max(axis=axis))
 
 
-@kernel("ipu.adaptive_avg_pool")
+@kernel(AdaptiveAvgPoolOp)
 def adaptive_avg_pool(x, output_size):
     acc = x.astype(np.float32) if x.dtype == np.float16 else x
     y = _adaptive(acc, output_size,
@@ -310,7 +322,7 @@ def adaptive_avg_pool(x, output_size):
     return y.astype(x.dtype, copy=False)
 
 
-@kernel("ipu.pad")
+@kernel(PadOp)
 def pad(x, low, high, value, mode):
     d = len(low)
     crop = tuple(slice(max(0, -lo), n - max(0, -hi)) for lo, hi, n in zip(
@@ -332,7 +344,7 @@ def _nearest_index(size, output, scale):
     return np.minimum(index, size - 1)
 
 
-@kernel("ipu.upsample_nearest", static=_upsample_static)
+@kernel(UpsampleNearestOp, static=_upsample_static)
 def upsample_nearest(x, scales, size):
     d = len(scales)
     for axis, output, scale in zip(range(x.ndim - d, x.ndim), size, scales, strict=True):

@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 from torch_mlir import ir
 
-from poptorch.runtime.jit.kernels import attributes, kernel, leading
+from poptorch.dialects.convolution_backward import (
+    AdaptiveAvgPoolGradOp,
+    AdaptiveMaxPoolWithIndicesOp,
+    AvgPoolGradOp,
+    ConvWeightGradOp,
+    MaxPoolGradOp,
+)
+from poptorch.runtime.jit.kernels.common import attributes, leading
 from poptorch.runtime.jit.kernels.convolution import (
     adaptive_bins,
     avg_divisors,
@@ -33,6 +40,7 @@ from poptorch.runtime.jit.kernels.convolution import (
     pool_geometry,
     taps,
 )
+from poptorch.runtime.jit.kernels.registry import kernel
 
 
 def _wide(x: np.ndarray) -> np.ndarray:
@@ -51,7 +59,7 @@ def _weight_static(op: ir.OpView) -> dict[str, Any]:
     return {**attributes(op), "kernel_size": tuple(op.output.type.shape[2:])}
 
 
-@kernel("ipu.conv_weight_grad", static=_weight_static)
+@kernel(ConvWeightGradOp, static=_weight_static)
 def conv_weight_grad(x, grad, strides, padding_low, padding_high, dilations, groups,
                      kernel_size):
     """x (..., N, C, *S), grad (..., N, C_out, *O) -> (..., C_out, C / groups, *K)."""
@@ -78,7 +86,7 @@ def _input_size(op: ir.OpView) -> dict[str, Any]:
     return {**attributes(op), **_pooled_size(op)}
 
 
-@kernel("ipu.max_pool_grad", static=_pooled_size)
+@kernel(MaxPoolGradOp, static=_pooled_size)
 def max_pool_grad(grad, indices, size):
     """Add each gradient at the flat position its index names (the window attributes
     only shaped the indices, so the scatter does not need them), in float32 for float16
@@ -93,7 +101,7 @@ def max_pool_grad(grad, indices, size):
     return out.astype(grad.dtype, copy=False).reshape(lead + tuple(size))
 
 
-@kernel("ipu.avg_pool_grad", static=_input_size)
+@kernel(AvgPoolGradOp, static=_input_size)
 def avg_pool_grad(grad, kernel, strides, padding, ceil_mode, count_include_pad, divisor,
                   size):
     d = len(kernel)
@@ -119,7 +127,7 @@ def _bin_means(size: int, output: int, dtype: np.dtype) -> np.ndarray:
     return weights / weights.sum(axis=1, keepdims=True)
 
 
-@kernel("ipu.adaptive_avg_pool_grad", static=_input_size)
+@kernel(AdaptiveAvgPoolGradOp, static=_input_size)
 def adaptive_avg_pool_grad(grad, output_size, size):
     acc = _wide(grad)
     for axis, output, n in zip(range(-len(size), 0), output_size, size, strict=True):
@@ -129,7 +137,7 @@ def adaptive_avg_pool_grad(grad, output_size, size):
     return acc.astype(grad.dtype, copy=False)
 
 
-@kernel("ipu.adaptive_max_pool_with_indices")
+@kernel(AdaptiveMaxPoolWithIndicesOp)
 def adaptive_max_pool_with_indices(x, output_size):
     """PyTorch's order: start at the bin's first element, then take every later element
     of the bin (row-major) that is greater, or NaN. Bins narrower than the widest repeat

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from poptorch.dialects.creation import ConstantOp, IotaOp, RandomUniformOp
 from poptorch.dialects.types import numpy_dtype
-from poptorch.runtime.jit.kernels import kernel
+from poptorch.runtime.jit.kernels.registry import kernel
+from poptorch.runtime.jit.random import current
 
 
-@kernel("ipu.constant")
+@kernel(ConstantOp)
 def constant(value):
     return value
 
@@ -19,7 +21,7 @@ def _iota_static(op):
             "dtype": numpy_dtype(t.element_type)}
 
 
-@kernel("ipu.iota", static=_iota_static)
+@kernel(IotaOp, static=_iota_static)
 def iota(dim, shape, dtype):
     index = [1] * len(shape)
     index[dim] = shape[dim]
@@ -32,11 +34,9 @@ def _uniform_static(op):
             "shape": tuple(t.shape), "dtype": numpy_dtype(t.element_type)}
 
 
-@kernel("ipu.random_uniform", static=_uniform_static)
+@kernel(RandomUniformOp, static=_uniform_static)
 def random_uniform(low, high, shape, dtype):
     """Uniform samples, one set per replica when there are several."""
-    from poptorch.runtime.jit.random import current
-
     generator, replicas = current()
     lead = (replicas,) if replicas > 1 else ()
     return generator.uniform(low, high, lead + shape).astype(dtype)

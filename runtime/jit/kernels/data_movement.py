@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import numpy as np
+from torch_mlir.dialects import tensor
 
-from poptorch.runtime.jit.kernels import kernel, leading
+from poptorch.dialects.data_movement import BroadcastOp, ConcatOp, PermuteOp, ReshapeOp, SliceOp
+from poptorch.runtime.jit.kernels.common import leading
+from poptorch.runtime.jit.kernels.registry import kernel
 
 
 def _shape_static(op):
     return {"rank": op.input.type.rank, "shape": tuple(op.output.type.shape)}
 
 
-@kernel("ipu.reshape", static=_shape_static, view=True)
+@kernel(ReshapeOp, static=_shape_static, view=True)
 def reshape(x, rank, shape):
     return x.reshape(leading(x, rank) + shape)
 
 
-@kernel("ipu.broadcast", static=_shape_static)
+@kernel(BroadcastOp, static=_shape_static)
 def broadcast(x, rank, shape):
     lead = leading(x, rank)
     x = x.reshape(lead + (1,) * (len(shape) - rank) + x.shape[len(lead):])
@@ -27,7 +30,7 @@ def _permute_static(op):
     return {"dims": tuple(op.attributes["dims"])}
 
 
-@kernel("ipu.permute", static=_permute_static, view=True)
+@kernel(PermuteOp, static=_permute_static, view=True)
 def permute(x, dims):
     lead = x.ndim - len(dims)
     return np.transpose(x, tuple(range(lead)) + tuple(lead + d for d in dims))
@@ -38,7 +41,7 @@ def _slice_static(op):
         op.attributes["starts"], op.attributes["ends"], op.attributes["steps"], strict=True))}
 
 
-@kernel("ipu.slice", static=_slice_static, view=True)
+@kernel(SliceOp, static=_slice_static, view=True)
 def slice_(x, index):
     return x[(Ellipsis, *index)]
 
@@ -60,13 +63,13 @@ def _concat_static(op):
     return {"axis": op.attributes["dim"].value - rank, "rank": rank}
 
 
-@kernel("ipu.concat", static=_concat_static, fresh=True, chains=True)
+@kernel(ConcatOp, static=_concat_static, fresh=True, chains=True)
 def concat(*parts, axis, rank):
     """The operands of one concat, or of a chain of them (the JIT's `chains`), joined."""
     return np.concatenate(align_leading(*((part, rank) for part in parts)), axis=axis)
 
 
-@kernel("tensor.cast")
+@kernel(tensor.CastOp)
 def tensor_cast(x):
     """A static shape cast to the dynamic type torch declared: the same array."""
     return x

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from poptorch.dialects.elementwise import (
+    BINARY_OPS,
+    COMPARE_OPS,
+    UNARY_OPS,
+    CastOp,
+    SelectOp,
+)
 from poptorch.dialects.types import numpy_dtype
-from poptorch.runtime.jit.kernels import align, broadcast_ranks, kernel, reusable
+from poptorch.runtime.jit.kernels.common import align, broadcast_ranks, reusable
+from poptorch.runtime.jit.kernels.registry import kernel
 
 # erf(x) ~ x P(x^2) / Q(x^2) on [-4, 4] (clamped outside, where float32 erf is +-1): the
 # rational approximation of Eigen's and XLA's float erf. Measured against scipy's erf in
@@ -64,14 +72,14 @@ def erf(x: np.ndarray) -> np.ndarray:
     for float32, scipy's ufunc otherwise (imported on first use: 0.17 s)."""
     if x.dtype == np.float32:
         return _erf32(x)
-    from scipy import special
+    from scipy import special  # start-up cost: importing scipy.special takes 0.17 s
 
     return special.erf(x).astype(x.dtype, copy=False)
 
 
 def erfc(x: np.ndarray) -> np.ndarray:
     """1 - erf(x) by scipy: accurate in the tails, where 1 - erf(x) would cancel."""
-    from scipy import special
+    from scipy import special  # start-up cost: importing scipy.special takes 0.17 s
 
     return special.erfc(x).astype(x.dtype, copy=False)
 
@@ -113,6 +121,9 @@ def _gelu_tanh(x):
     return (0.5 * x * (1 + np.tanh(inner))).astype(x.dtype, copy=False)
 
 
+# The NumPy function of each op of the dialect's families (`UNARY_OPS`, `BINARY_OPS`,
+# `COMPARE_OPS`: op classes by their short names, "neg" for `ipu.neg`); each family's
+# kernels are registered by op class from these below, so an op without one fails here.
 UNARY = {
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1,
     "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt,
@@ -166,9 +177,9 @@ def _register_unary(name, fn):
             if x.dtype != np.float16 and reusable(out, x.dtype, x):
                 return fn(x, out=out)
             return wrapped(x)
-        kernel(f"ipu.{name}", fresh=True, takes_out=True)(apply)
+        kernel(UNARY_OPS[name], fresh=True, takes_out=True)(apply)
     else:
-        kernel(f"ipu.{name}", fresh=True)(lambda x: wrapped(x))
+        kernel(UNARY_OPS[name], fresh=True)(lambda x: wrapped(x))
 
 
 def _register_binary(name, fn):
@@ -179,21 +190,21 @@ def _register_binary(name, fn):
             return fn(lhs, rhs, out=out)
         result = fn(lhs, rhs)
         return result.astype(lhs.dtype, copy=False) if result.dtype != lhs.dtype else result
-    kernel(f"ipu.{name}", static=broadcast_ranks, fresh=True, takes_out=True)(apply)
+    kernel(BINARY_OPS[name], static=broadcast_ranks, fresh=True, takes_out=True)(apply)
 
 
 def _register_compare(name, fn):
     def apply(lhs, rhs, ranks=None, out_rank=None):
         return fn(*align((lhs, rhs), ranks, out_rank))
-    kernel(f"ipu.{name}", static=broadcast_ranks, fresh=True)(apply)
+    kernel(COMPARE_OPS[name], static=broadcast_ranks, fresh=True)(apply)
 
 
-for _name, _fn in UNARY.items():
-    _register_unary(_name, _fn)
-for _name, _fn in BINARY.items():
-    _register_binary(_name, _fn)
-for _name, _fn in COMPARE.items():
-    _register_compare(_name, _fn)
+for _name in UNARY_OPS:
+    _register_unary(_name, UNARY[_name])
+for _name in BINARY_OPS:
+    _register_binary(_name, BINARY[_name])
+for _name in COMPARE_OPS:
+    _register_compare(_name, COMPARE[_name])
 
 
 # Selects of at least this many elements go through `_select_bits`.
@@ -227,7 +238,7 @@ def _select_bits(condition, lhs, rhs, out):
     return result.view(lhs.dtype) if out is None else out
 
 
-@kernel("ipu.select", static=broadcast_ranks, fresh=True, takes_out=True)
+@kernel(SelectOp, static=broadcast_ranks, fresh=True, takes_out=True)
 def select(condition, lhs, rhs, ranks=None, out_rank=None, out=None):
     aligned = align((condition, lhs, rhs), ranks, out_rank)
     if lhs.dtype != rhs.dtype or lhs.dtype.itemsize not in (1, 2, 4, 8):
@@ -249,7 +260,7 @@ def _cast_static(op):
     return {"dtype": numpy_dtype(op.output.type.element_type)}
 
 
-@kernel("ipu.cast", static=_cast_static, fresh=True)
+@kernel(CastOp, static=_cast_static, fresh=True)
 def cast(x, dtype):
     if np.issubdtype(dtype, np.integer) and np.issubdtype(x.dtype, np.floating):
         x = np.trunc(x)

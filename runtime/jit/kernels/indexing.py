@@ -14,8 +14,21 @@ from typing import Any
 import numpy as np
 from torch_mlir import ir
 
+from poptorch.dialects.indexing import (
+    DiagonalOp,
+    EmbeddingBagOp,
+    FlipOp,
+    GatherOp,
+    IndexOp,
+    IndexPutOp,
+    IndexSelectOp,
+    ScatterOp,
+    SliceUpdateOp,
+    SortOp,
+)
 from poptorch.dialects.types import numpy_dtype
-from poptorch.runtime.jit.kernels import attributes, kernel, leading
+from poptorch.runtime.jit.kernels.common import attributes, leading
+from poptorch.runtime.jit.kernels.registry import kernel
 
 
 def _static(op: ir.OpView) -> dict[str, Any]:
@@ -46,7 +59,7 @@ def _positions(index: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
     return tuple(index if d == dim + 1 else g for d, g in enumerate(grid))
 
 
-@kernel("ipu.gather", static=_static)
+@kernel(GatherOp, static=_static)
 def gather(input, index, dim, ranks):
     common, (x, idx) = batched((input, ranks[0]), (index, ranks[1]))
     box = tuple(slice(None) if d == dim else slice(s) for d, s in enumerate(idx.shape[1:]))
@@ -54,7 +67,7 @@ def gather(input, index, dim, ranks):
     return out.reshape(common + idx.shape[1:])
 
 
-@kernel("ipu.index_select", static=_static)
+@kernel(IndexSelectOp, static=_static)
 def index_select(input, index, dim, ranks):
     common, (x, idx) = batched((input, ranks[0]), (index, ranks[1]))
     shape = x.shape[1:]
@@ -74,7 +87,7 @@ def _linear(x: np.ndarray, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return x.reshape(x.shape[0], math.prod(x.shape[1:k + 1]), -1), flat
 
 
-@kernel("ipu.index", static=_static)
+@kernel(IndexOp, static=_static)
 def index(input, indices, ranks):
     common, (x, idx) = batched((input, ranks[0]), (indices, ranks[1]))
     table, flat = _linear(x, idx)
@@ -82,7 +95,7 @@ def index(input, indices, ranks):
     return out.reshape(common + idx.shape[1:-1] + x.shape[1 + idx.shape[-1]:])
 
 
-@kernel("ipu.index_put", static=_static)
+@kernel(IndexPutOp, static=_static)
 def index_put(input, indices, values, accumulate, ranks):
     common, (x, idx, v) = batched((input, ranks[0]), (indices, ranks[1]),
                                   (values, ranks[2]))
@@ -119,7 +132,7 @@ _SCATTER_UFUNCS = {"sum": np.add, "mean": np.add, "prod": np.multiply,
                    "amax": np.maximum, "amin": np.minimum}
 
 
-@kernel("ipu.scatter", static=_static)
+@kernel(ScatterOp, static=_static)
 def scatter(input, index, src, dim, reduction, include_self, ranks):
     common, (x, idx, s) = batched((input, ranks[0]), (index, ranks[1]), (src, ranks[2]))
     n = math.prod(common)
@@ -149,7 +162,7 @@ def _sort_static(op: ir.OpView) -> dict[str, Any]:
     return {**_static(op), "dtype": numpy_dtype(op.indices.type.element_type)}
 
 
-@kernel("ipu.sort", static=_sort_static)
+@kernel(SortOp, static=_sort_static)
 def sort(input, dim, descending, ranks, dtype):
     axis = dim - ranks[0]
     if descending:  # stable descending: sort the reversed input, reverse the order back
@@ -160,17 +173,17 @@ def sort(input, dim, descending, ranks, dtype):
     return np.take_along_axis(input, order, axis=axis), order.astype(dtype)
 
 
-@kernel("ipu.flip", static=_static)
+@kernel(FlipOp, static=_static)
 def flip(input, dims, ranks):
     return np.flip(input, tuple(d - ranks[0] for d in dims)) if dims else input
 
 
-@kernel("ipu.diagonal", static=_static)
+@kernel(DiagonalOp, static=_static)
 def diagonal(input, offset, dim1, dim2, ranks):
     return np.diagonal(input, offset, dim1 - ranks[0], dim2 - ranks[0])
 
 
-@kernel("ipu.slice_update", static=_static)
+@kernel(SliceUpdateOp, static=_static)
 def slice_update(input, update, starts, ends, steps, ranks):
     common = np.broadcast_shapes(leading(input, ranks[0]), leading(update, ranks[1]))
     out = np.array(np.broadcast_to(input, common + input.shape[input.ndim - ranks[0]:]))
@@ -178,7 +191,7 @@ def slice_update(input, update, starts, ends, steps, ranks):
     return out
 
 
-@kernel("ipu.embedding_bag", static=_static)
+@kernel(EmbeddingBagOp, static=_static)
 def embedding_bag(weight, indices, offsets, mode, include_last_offset, padding_idx, ranks):
     common, (w, idx, off) = batched((weight, 2), (indices, 1), (offsets, 1))
     n, count, width = math.prod(common), idx.shape[1], w.shape[2]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from poptorch.runtime.jit.kernels import align, broadcast_ranks, kernel
+from poptorch.dialects.linear import MatMulOp
+from poptorch.runtime.jit.kernels.common import align, broadcast_ranks
+from poptorch.runtime.jit.kernels.registry import helper, kernel
 from poptorch.runtime.jit.kernels.structure import replica_sum
 
 
@@ -30,7 +32,7 @@ def _product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return rows.reshape(lhs.shape[:-1] + (matrix.shape[-1],))
 
 
-@kernel("ipu.matmul", static=broadcast_ranks, fresh=True)
+@kernel(MatMulOp, static=broadcast_ranks, fresh=True)
 def matmul(lhs, rhs, ranks=None, out_rank=None):
     lhs, rhs = align((lhs, rhs), ranks, out_rank)
     if lhs.dtype == np.float16:  # accumulate in float32, as the IPU's AMP does
@@ -38,7 +40,7 @@ def matmul(lhs, rhs, ranks=None, out_rank=None):
     return _product(lhs, rhs)
 
 
-@kernel("matmul_replica_sum")
+@helper("matmul_replica_sum")
 def matmul_replica_sum(lhs, rhs, reduction, rank, replicas, ranks=None, out_rank=None):
     """`replica_sum` of `matmul`: when both operands are matrices with a replica axis,
     sum_r lhs_r @ rhs_r is one gemm over all replicas' rows of the contracted dim

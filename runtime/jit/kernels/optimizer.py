@@ -14,7 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from poptorch.runtime.jit.kernels import kernel, with_ranks
+from poptorch.dialects.optimizer import (
+    AdamStepOp,
+    LambStepOp,
+    RmspropStepOp,
+    SgdMomentumStepOp,
+    SgdStepOp,
+)
+from poptorch.runtime.jit.kernels.common import with_ranks
+from poptorch.runtime.jit.kernels.registry import kernel
 
 F32 = np.float32
 
@@ -61,13 +69,13 @@ def _stepped(w32: np.ndarray, lr: np.ndarray, d: np.ndarray) -> np.ndarray:
     return np.subtract(w32, step, out=step)
 
 
-@kernel("ipu.sgd_step")
+@kernel(SgdStepOp)
 def sgd_step(w, g, grad_scale, lr, weight_decay):
     w32, d = _decayed_grad(w, g, grad_scale, weight_decay)
     return _like(_stepped(w32, lr, d), w)
 
 
-@kernel("ipu.sgd_momentum_step")
+@kernel(SgdMomentumStepOp)
 def sgd_momentum_step(w, g, velocity, step, grad_scale, lr, momentum, dampening,
                       weight_decay, velocity_scaling, nesterov):
     w32, d = _decayed_grad(w, g, grad_scale, weight_decay)
@@ -98,7 +106,7 @@ def _moments(g, exp_avg, exp_avg_sq, beta1, beta2):
     return m, v
 
 
-@kernel("ipu.adam_step")
+@kernel(AdamStepOp)
 def adam_step(w, g, exp_avg, exp_avg_sq, step, grad_scale, lr, beta1, beta2, eps,
               weight_decay, decoupled, bias_correction):
     t = float(step) + 1
@@ -115,7 +123,7 @@ def adam_step(w, g, exp_avg, exp_avg_sq, step, grad_scale, lr, beta1, beta2, eps
     return _like(new_w, w), _like(m, exp_avg), _like(v, exp_avg_sq), _like(t, step)
 
 
-@kernel("ipu.rmsprop_step")
+@kernel(RmspropStepOp)
 def rmsprop_step(w, g, square_avg, grad_avg, momentum_buffer, step, grad_scale, lr, alpha,
                  eps, weight_decay, momentum, centered, use_momentum, use_tf_variant):
     w32, d = _decayed_grad(w, g, grad_scale, weight_decay)
@@ -147,7 +155,7 @@ def _norm(x: np.ndarray, rank: int) -> np.ndarray:
     return np.sqrt(np.sum(np.square(x, dtype=F32), axis=axes, keepdims=True, dtype=F32))
 
 
-@kernel("ipu.lamb_step", static=with_ranks)
+@kernel(LambStepOp, static=with_ranks)
 def lamb_step(w, g, exp_avg, exp_avg_sq, step, grad_scale, lr, beta1, beta2, eps,
               weight_decay, max_weight_norm, bias_correction, rank):
     t = float(step) + 1

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 from torch_mlir import ir
 
+from poptorch.dialects.reduction import ArgMaxOp, ArgMinOp, CumprodOp, CumsumOp, ReduceOp
 from poptorch.dialects.types import numpy_dtype
-from poptorch.runtime.jit.kernels import kernel
+from poptorch.runtime.jit.kernels.registry import kernel
 
 
 def _accumulator(x: np.ndarray) -> np.dtype:
@@ -45,7 +46,7 @@ def _reduce_static(op: ir.OpView) -> dict[str, Any]:
             "keepdim": op.attributes["keepdim"].value}
 
 
-@kernel("ipu.reduce", static=_reduce_static)
+@kernel(ReduceOp, static=_reduce_static)
 def reduce(x: np.ndarray, kind: str, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
     fold, accumulates = _FOLDS[kind]
     if accumulates:
@@ -61,13 +62,13 @@ def _arg_static(op: ir.OpView) -> dict[str, Any]:
             "dtype": numpy_dtype(op.output.type.element_type)}
 
 
-@kernel("ipu.arg_max", static=_arg_static)
+@kernel(ArgMaxOp, static=_arg_static)
 def arg_max(x: np.ndarray, axis: int, keepdim: bool, dtype: np.dtype) -> np.ndarray:
     """The first index of the maximum (of the first NaN, if any), as torch.argmax."""
     return np.asarray(np.argmax(x, axis=axis, keepdims=keepdim)).astype(dtype)
 
 
-@kernel("ipu.arg_min", static=_arg_static)
+@kernel(ArgMinOp, static=_arg_static)
 def arg_min(x: np.ndarray, axis: int, keepdim: bool, dtype: np.dtype) -> np.ndarray:
     """The first index of the minimum (of the first NaN, if any), as torch.argmin."""
     return np.asarray(np.argmin(x, axis=axis, keepdims=keepdim)).astype(dtype)
@@ -77,11 +78,11 @@ def _scan_static(op: ir.OpView) -> dict[str, Any]:
     return {"axis": op.attributes["dim"].value - op.input.type.rank}
 
 
-@kernel("ipu.cumsum", static=_scan_static)
+@kernel(CumsumOp, static=_scan_static)
 def cumsum(x: np.ndarray, axis: int) -> np.ndarray:
     return np.cumsum(x, axis=axis, dtype=_accumulator(x)).astype(x.dtype, copy=False)
 
 
-@kernel("ipu.cumprod", static=_scan_static)
+@kernel(CumprodOp, static=_scan_static)
 def cumprod(x: np.ndarray, axis: int) -> np.ndarray:
     return np.cumprod(x, axis=axis, dtype=_accumulator(x)).astype(x.dtype, copy=False)

@@ -4,31 +4,36 @@ from __future__ import annotations
 
 import numpy as np
 
-from poptorch.runtime.jit.kernels import kernel, with_ranks
+from poptorch.dialects.structure import (
+    AllReduceOp,
+    CopyOp,
+    NopOp,
+    PrintOp,
+    RemoteLoadOp,
+    RemoteStoreOp,
+)
+from poptorch.runtime.jit.kernels.common import no_static, with_ranks
+from poptorch.runtime.jit.kernels.registry import helper, kernel
 
 
-@kernel("ipu.nop")
+@kernel(NopOp)
 def nop(x):
     return x
 
 
-def _no_static(op):
-    return {}
-
-
-@kernel("ipu.copy", "ipu.remote_load", static=_no_static)
+@kernel(CopyOp, RemoteLoadOp, static=no_static)
 def transfer(x):
     """IPU-Link copies and streaming-memory loads move a value unchanged; the machine
-    model (runtime/timeline.py) charges their time."""
+    model's timeline charges their time."""
     return x
 
 
-@kernel("ipu.remote_store", static=_no_static)
+@kernel(RemoteStoreOp, static=no_static)
 def remote_store(x):
     """A store has no result; the machine model charges its time."""
 
 
-@kernel("ipu.print", static=with_ranks)
+@kernel(PrintOp, static=with_ranks)
 def print_tensor(x, title, rank):
     """Print the tensor after its title, once per replica when there are several."""
     copies = np.asarray(x).reshape((-1,) + x.shape[x.ndim - rank:])
@@ -49,7 +54,7 @@ def _all_reduce_static(op):
 _REDUCE = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
 
 
-@kernel("ipu.all_reduce", static=_all_reduce_static)
+@kernel(AllReduceOp, static=_all_reduce_static)
 def all_reduce(x, reduction, kind, size, rank):
     """Reduce over the leading replica axis within each replica group; every replica of a
     group gets the result. A value without a replica axis is the same on every replica,
@@ -73,7 +78,7 @@ def all_reduce(x, reduction, kind, size, rank):
     return out.reshape(x.shape)
 
 
-@kernel("replica_sum")
+@helper("replica_sum")
 def replica_sum(x, reduction, rank, replicas):
     """`all_reduce` over all replicas, returned once (without the replica axis) rather
     than to every replica: the JIT's reduction of a returned gradient (`compile_module`'s

@@ -1,7 +1,7 @@
-"""Compiled window kernels: max pooling, with and without indices, and its gradient, and
-the windows a convolution multiplies (im2col), as functions of the JIT's kernel module
-(`fusion.kernel_module`), called like its fused groups (`fusion.FusedKernel`: pointer
-arguments, the number of replicas and each input's replica stride).
+"""Convolutions as compiled window kernels: the windows a convolution or its weight
+gradient multiplies (im2col), and the taps' products a transposed convolution adds into
+place (col2im), each with the BLAS products around it (`Convolution`,
+`TransposedConvolution`: what the program calls).
 
 A convolution and its weight gradient are BLAS products of the weight (or the output's
 gradient) with the input's windows laid out as a matrix (channels x taps, images x
@@ -14,268 +14,29 @@ tap's contribution, which a kernel adds into the output in its final layout, zer
 and cropped as it goes (col2im), instead of NumPy's strided add per tap into a padded
 output and a copy out of it (a CNN's 32x32x16x16 gradient: 2.1 against 3.5 ms).
 
-NumPy pools a window one tap at a time: a pass over the output per tap for the maximum,
-four more per tap for the first index of it, and a pass over the input for NaN. A
-kernel here makes one pass: per output element it reads the window's taps (unrolled),
-keeps the maximum and where it is, and stores both. The gradient zeroes the input's
-plane and adds each output gradient at its index. The bench CNN's two 2x2 pools and
-their gradients at micro-batch 32 (32x16x32x32 and 32x32x16x16 inputs) took 2.8 ms of
-a training step as NumPy kernels and 0.9 ms as these (per-kernel timers).
-
-The semantics are PyTorch's (and the NumPy kernels'): a window starts at its first
-element inside the input, then takes every later tap that is greater, or NaN (so the
-index of a NaN maximum is its last NaN); padding never wins. The index is the flat
-index into the pooled dims of the input. A gradient index outside the input's plane is
-skipped rather than written out of bounds (the JIT only passes its forward's indices).
-
-Pools of f32 with i64 indices, at most MAX_TAPS taps a window and an output of at least
-`fusion.FUSE_MIN_ELEMENTS` elements, and convolutions of f32 whose windows have that
-many elements, are compiled; the rest stay NumPy kernels.
+Convolutions of f32 whose windows have at least FUSE_MIN_ELEMENTS elements are
+compiled; the rest stay NumPy kernels.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 from torch_mlir import ir
 
-from poptorch.runtime.jit.codegen.fusion import FUSE_MIN_ELEMENTS, Group, row_strides, storage
-
-KINDS = ("ipu.max_pool", "ipu.max_pool_with_indices", "ipu.max_pool_grad", "ipu.conv",
-         "ipu.conv_weight_grad", "ipu.conv_transpose")
-CONVOLUTIONS = ("ipu.conv", "ipu.conv_weight_grad")
-MAX_TAPS = 64  # taps are unrolled in the kernel's body
-
-
-def _window(op: ir.Operation) -> tuple[list[int], ...]:
-    """kernel, strides, padding and dilations of a pooling op."""
-    return tuple([int(x) for x in op.attributes[name]]
-                 for name in ("kernel", "strides", "padding", "dilations"))
-
-
-def window_group(op: ir.Operation) -> Group | None:
-    """The one-op group of a pooling op or convolution the kernel module computes, or
-    None."""
-    if op.name in CONVOLUTIONS:
-        return _convolution_group(op)
-    if op.name == "ipu.conv_transpose":
-        return _transposed_group(op)
-    if op.name not in KINDS:
-        return None
-    kernel = _window(op)[0]
-    types = [storage(v.type) for v in list(op.operands) + list(op.results)]
-    wanted = {"ipu.max_pool": ["f32", "f32"], "ipu.max_pool_with_indices": ["f32", "f32", "i64"],
-              "ipu.max_pool_grad": ["f32", "i64", "f32"]}[op.name]
-    pooled = op.operands[0].type if op.name == "ipu.max_pool_grad" else op.results[0].type
-    if types != wanted or math.prod(kernel) > MAX_TAPS \
-            or math.prod(pooled.shape) < FUSE_MIN_ELEMENTS:
-        return None
-    return Group(tuple(op.results[0].type.shape), [op], inputs=list(op.operands),
-                 outputs=list(op.results), kind="window")
-
-
-class _Lines:
-    """Lines of a kernel function's body; i64 constants go to its head, once each (so
-    that every use, in any loop, is dominated by them)."""
-
-    def __init__(self) -> None:
-        self.head: list[str] = []
-        self.lines: list[str] = []
-        self.indent = "    "
-        self.constants: dict[int | str, str] = {}
-        self.count = 0
-
-    def add(self, text: str) -> None:
-        self.lines.append(self.indent + text)
-
-    def emit(self, text: str) -> str:
-        self.count += 1
-        self.add(f"%v{self.count} = {text}")
-        return f"%v{self.count}"
-
-    def const(self, value: int | str) -> str:
-        """An i64 constant, or a literal of another type ("0.0 : f32")."""
-        if value not in self.constants:
-            literal = f"{value} : i64" if isinstance(value, int) else value
-            self.constants[value] = f"%k{len(self.constants)}"
-            self.head.append(f"    {self.constants[value]} = arith.constant {literal}")
-        return self.constants[value]
-
-    def loop(self, upper: int | str) -> str:
-        """Open `scf.for` from 0 to `upper`; returns its induction variable."""
-        self.count += 1
-        bound = upper if isinstance(upper, str) else self.const(upper)
-        self.add(f"scf.for %i{self.count} = {self.const(0)} to {bound} step "
-                 f"{self.const(1)} : i64 {{")
-        self.indent += "  "
-        return f"%i{self.count}"
-
-    def loop_from(self, lower: str, upper: str) -> str:
-        """Open `scf.for` from `lower` to `upper` (SSA values)."""
-        self.count += 1
-        self.add(f"scf.for %i{self.count} = {lower} to {upper} step {self.const(1)} : i64 {{")
-        self.indent += "  "
-        return f"%i{self.count}"
-
-    def close(self) -> None:
-        self.indent = self.indent[:-2]
-        self.add("}")
-
-    def pick(self, condition: str, a: str, b: str) -> str:
-        """`a` where the i1 `condition` holds, else `b` (i64)."""
-        return self.emit(f"arith.select {condition}, {a}, {b} : i64")
-
-    def compare(self, predicate: str, a: str, b: str) -> str:
-        return self.emit(f"arith.cmpi {predicate}, {a}, {b} : i64")
-
-    def plus(self, value: str, amount: int) -> str:
-        return self.emit(f"arith.addi {value}, {self.const(amount)} : i64") if amount \
-            else value
-
-    def index(self, base: str | None, terms: list[tuple[str, int]]) -> str:
-        """base (None: 0) + the sum of value * stride over `terms`."""
-        for value, stride in terms:
-            if stride == 0:
-                continue
-            scaled = value if stride == 1 else self.emit(
-                f"arith.muli {value}, {self.const(stride)} : i64")
-            base = scaled if base is None else self.emit(f"arith.addi {base}, {scaled} : i64")
-        return self.const(0) if base is None else base
-
-    def load(self, pointer: str, index: str, element: str) -> str:
-        address = self.emit(f"llvm.getelementptr {pointer}[{index}] : (!llvm.ptr, i64) "
-                            f"-> !llvm.ptr, {element}")
-        return self.emit(f"llvm.load {address} : !llvm.ptr -> {element}")
-
-    def store(self, value: str, pointer: str, index: str, element: str) -> None:
-        address = self.emit(f"llvm.getelementptr {pointer}[{index}] : (!llvm.ptr, i64) "
-                            f"-> !llvm.ptr, {element}")
-        self.add(f"llvm.store {value}, {address} : {element}, !llvm.ptr")
-
-    def text(self, header: str) -> str:
-        return "\n".join([header] + self.head + self.lines + ["    return", "  }"])
-
-
-def _header(name: str, inputs: int, outputs: int) -> str:
-    args = [f"%in{i}: !llvm.ptr {{llvm.noalias}}" for i in range(inputs)]
-    args += [f"%out{i}: !llvm.ptr {{llvm.noalias}}" for i in range(outputs)]
-    args += ["%replicas: i64"] + [f"%step{i}: i64" for i in range(inputs)]
-    return f"  func.func @{name}({', '.join(args)}) {{"
-
-
-def function(name: str, group: Group) -> str:
-    """The kernel of a window group as a func.func (`fusion.FusedKernel`'s arguments)."""
-    op = group.ops[0]
-    if op.name in CONVOLUTIONS:
-        return _im2col(name, op)
-    if op.name == "ipu.conv_transpose":
-        return _col2im(name, op)
-    return (_gradient if op.name == "ipu.max_pool_grad" else _pool)(name, op)
-
-
-def _pool(name: str, op: ir.Operation) -> str:
-    kernel, strides, padding, dilations = _window(op)
-    d = len(kernel)
-    source = tuple(op.operands[0].type.shape)
-    result = tuple(op.results[0].type.shape)
-    spatial, outputs = source[-d:], result[-d:]
-    planes = math.prod(result[:-d])
-    indices = len(op.results) == 2
-    b = _Lines()
-    ninf = b.const("0xFF800000 : f32")
-    true = b.const("true")
-    replica = b.loop("%replicas")
-    x_replica = b.emit(f"arith.muli {replica}, %step0 : i64")
-    y_replica = b.index(None, [(replica, planes * math.prod(outputs))])
-    plane = b.loop(planes)
-    x_plane = b.index(x_replica, [(plane, math.prod(spatial))])
-    y_base = b.index(y_replica, [(plane, math.prod(outputs))])
-    out = [b.loop(o) for o in outputs]
-    starts = [b.plus(b.index(None, [(o, s)]), -p)
-              for o, s, p in zip(out, strides, padding, strict=True)]
-    # a dim needs bounds checks when a window may start before it or run past its end
-    checked = [p > 0 or (o - 1) * s + di * (k - 1) + 1 - p > n for o, s, p, di, k, n in zip(
-        outputs, strides, padding, dilations, kernel, spatial, strict=True)]
-    in_strides = row_strides(spatial)
-    best = index = found = None  # found: None (no tap yet), "static" (one was) or a value
-    for tap in itertools.product(*(range(k) for k in kernel)):
-        at = [b.plus(start, t * di) for start, t, di in zip(starts, tap, dilations,
-                                                             strict=True)]
-        valid = None
-        for j in range(d):
-            if checked[j]:
-                low = b.compare("sge", at[j], b.const(0))
-                high = b.compare("slt", at[j], b.const(spatial[j]))
-                both = b.emit(f"arith.andi {low}, {high} : i1")
-                valid = both if valid is None else b.emit(f"arith.andi {valid}, {both} : i1")
-        position = b.index(None, list(zip(at, in_strides, strict=True)))
-        address = position if valid is None else b.pick(valid, position, b.const(0))
-        value = b.load("%in0", b.emit(f"arith.addi {x_plane}, {address} : i64"), "f32")
-        if valid is not None:  # padding never wins
-            value = b.emit(f"arith.select {valid}, {value}, {ninf} : f32")
-        if found is None and valid is None:  # the window's first element
-            best, index, found = value, position, "static"
-            continue
-        if found is None:  # taken when inside
-            take = valid
-            found = valid
-        else:
-            greater = b.emit(f"arith.cmpf ogt, {value}, {best} : f32")
-            nan = b.emit(f"arith.cmpf uno, {value}, {value} : f32")
-            take = b.emit(f"arith.ori {greater}, {nan} : i1")
-            if found != "static":  # or the first tap inside
-                fresh = b.emit(f"arith.xori {found}, {true} : i1")
-                first = b.emit(f"arith.andi {fresh}, {valid or true} : i1")
-                take = b.emit(f"arith.ori {take}, {first} : i1")
-                found = "static" if valid is None else b.emit(f"arith.ori {found}, {valid} : i1")
-        best = b.emit(f"arith.select {take}, {value}, {best} : f32") if best else \
-            b.emit(f"arith.select {take}, {value}, {ninf} : f32")
-        index = b.emit(f"arith.select {take}, {position}, {index or b.const(0)} : i64")
-    target = b.index(y_base, list(zip(out, row_strides(outputs), strict=True)))
-    b.store(best, "%out0", target, "f32")
-    if indices:
-        b.store(index, "%out1", target, "i64")
-    for _ in range(d + 2):
-        b.close()
-    return b.text(_header(name, 1, len(op.results)))
-
-
-def _gradient(name: str, op: ir.Operation) -> str:
-    grad = tuple(op.operands[0].type.shape)
-    result = tuple(op.results[0].type.shape)
-    d = len(_window(op)[0])
-    planes = math.prod(result[:-d])
-    area, pooled = math.prod(result[-d:]), math.prod(grad[-d:])
-    b = _Lines()
-    zero = b.const("0.0 : f32")
-    replica = b.loop("%replicas")
-    g_replica = b.emit(f"arith.muli {replica}, %step0 : i64")
-    i_replica = b.emit(f"arith.muli {replica}, %step1 : i64")
-    out_replica = b.index(None, [(replica, planes * area)])
-    element = b.loop(planes * area)
-    b.store(zero, "%out0", b.emit(f"arith.addi {out_replica}, {element} : i64"), "f32")
-    b.close()
-    plane = b.loop(planes)
-    g_base = b.index(g_replica, [(plane, pooled)])
-    i_base = b.index(i_replica, [(plane, pooled)])
-    out_base = b.index(out_replica, [(plane, area)])
-    e = b.loop(pooled)
-    g = b.load("%in0", b.emit(f"arith.addi {g_base}, {e} : i64"), "f32")
-    i = b.load("%in1", b.emit(f"arith.addi {i_base}, {e} : i64"), "i64")
-    low = b.compare("sge", i, b.const(0))
-    high = b.compare("slt", i, b.const(area))
-    inside = b.emit(f"arith.andi {low}, {high} : i1")
-    b.add(f"scf.if {inside} {{")
-    b.indent += "  "
-    target = b.emit(f"arith.addi {out_base}, {i} : i64")
-    old = b.load("%out0", target, "f32")
-    b.store(b.emit(f"arith.addf {old}, {g} : f32"), "%out0", target, "f32")
-    b.close()
-    for _ in range(3):
-        b.close()
-    return b.text(_header(name, 2, 1))
+from poptorch.dialects import op_class
+from poptorch.dialects.convolution import ConvOp
+from poptorch.dialects.convolution_backward import ConvWeightGradOp
+from poptorch.runtime.jit.codegen.fusion.group import (
+    FUSE_MIN_ELEMENTS,
+    Group,
+    Kind,
+    row_strides,
+    storage,
+)
+from poptorch.runtime.jit.codegen.fusion.lines import Lines, header
+from poptorch.runtime.jit.kernels import kernel_of
 
 
 # ---- convolutions: the windows of the input (im2col) as a compiled kernel -----------------
@@ -283,7 +44,7 @@ def _geometry(op: ir.Operation) -> tuple:
     """(input shape, kernel, output spatial dims, strides, low padding, dilations, groups)
     of a convolution or its weight gradient."""
     source = tuple(op.operands[0].type.shape)
-    if op.name == "ipu.conv":
+    if op_class(op) is ConvOp:
         kernel = tuple(op.operands[1].type.shape[2:])
         outputs = tuple(op.results[0].type.shape[2:])
     else:  # the weight gradient: the kernel is its result's, the outputs its gradient's
@@ -295,9 +56,9 @@ def _geometry(op: ir.Operation) -> tuple:
             int(op.attributes["groups"].value))
 
 
-def _convolution_group(op: ir.Operation) -> Group | None:
+def convolution_group(op: ir.Operation) -> Group | None:
     """A convolution (or its weight gradient) of f32 whose windows the kernel module
-    gathers (`_im2col`), or None."""
+    gathers (`im2col`), or None."""
     types = [storage(v.type) for v in list(op.operands) + list(op.results)]
     if types != ["f32"] * 3 or op.operands[0].type.rank < 3:
         return None
@@ -305,7 +66,7 @@ def _convolution_group(op: ir.Operation) -> Group | None:
     if source[0] * math.prod(outputs) * source[1] * math.prod(kernel) < FUSE_MIN_ELEMENTS:
         return None
     return Group(tuple(op.results[0].type.shape), [op], inputs=list(op.operands),
-                 outputs=list(op.results), kind="window")
+                 outputs=list(op.results), kind=Kind.WINDOW)
 
 
 def columns_shape(op: ir.Operation) -> tuple[int, int]:
@@ -314,7 +75,15 @@ def columns_shape(op: ir.Operation) -> tuple[int, int]:
     return source[1] * math.prod(kernel), source[0] * math.prod(outputs)
 
 
-def _im2col(name: str, op: ir.Operation) -> str:
+def im2col_io(op: ir.Operation) -> tuple[list, list]:
+    """The im2col function's input (the convolution's input alone) and output (the
+    windows' matrix), as `FusedKernel` takes them."""
+    x = op.operands[0].type
+    return ([(math.prod(x.shape), x.rank, np.dtype(np.float32))],
+            [(columns_shape(op), np.dtype(np.float32))])
+
+
+def im2col(name: str, op: ir.Operation) -> str:
     """cols[c, tap, n, pixel] = x[n, c, pixel * stride - padding + tap * dilation], 0
     outside x, for the input x (N, C, *S) of one replica: loops over channels, taps,
     images and the output's rows; along a row, the pixels whose tap lies before x, then
@@ -323,7 +92,7 @@ def _im2col(name: str, op: ir.Operation) -> str:
     n_images, channels, spatial = source[0], source[1], source[2:]
     d = len(spatial)
     taps, pixels = math.prod(kernel), math.prod(outputs)
-    b = _Lines()
+    b = Lines()
     zero = b.const("0.0 : f32")
     pick, compare = b.pick, b.compare
 
@@ -382,34 +151,7 @@ def _im2col(name: str, op: ir.Operation) -> str:
     fill(hi, b.const(width), row)
     for _ in range(d - 1 + 1 + len(kernel) + 2):
         b.close()
-    return b.text(_header(name, 1, 1))
-
-
-def io(group: Group) -> tuple[list, list] | None:
-    """The compiled function's (inputs, outputs) as `fusion.FusedKernel` takes them, when
-    they are not the group's own: a convolution's function gathers the windows of its
-    input alone."""
-    op = group.ops[0]
-    if op.name == "ipu.conv_transpose":
-        source, kernel, result, *_ = _transposed(op)
-        products = result[1] * math.prod(kernel) * source[0] * math.prod(source[2:])
-        return ([(products, 2, np.dtype(np.float32))], [(result, np.dtype(np.float32))])
-    if op.name not in CONVOLUTIONS:
-        return None
-    x = op.operands[0].type
-    return ([(math.prod(x.shape), x.rank, np.dtype(np.float32))],
-            [(columns_shape(op), np.dtype(np.float32))])
-
-
-def call(kernel, group: Group):
-    """What the program calls for the group: the kernel, or for a convolution the
-    product of the weight (or the output's gradient) with the windows it gathers."""
-    op = group.ops[0]
-    if op.name == "ipu.conv_transpose":
-        return TransposedConvolution(kernel, op)
-    if op.name not in CONVOLUTIONS:
-        return kernel
-    return Convolution(kernel, op)
+    return b.text(header(name, 1, 1))
 
 
 class _Product:
@@ -418,10 +160,8 @@ class _Product:
     axes, the second with none or the same. Other operands go to the op's NumPy kernel."""
 
     def __init__(self, kernel, op: ir.Operation) -> None:
-        from poptorch.runtime.jit.kernels import load_all
-
         self.kernel = kernel
-        k = load_all()[op.name]
+        k = kernel_of(op)
         self.fallback, self.static = k.fn, k.static(op.opview)
         self.source = tuple(op.operands[0].type.shape)
         self.other = tuple(op.operands[1].type.shape)
@@ -447,7 +187,7 @@ class Convolution(_Product):
 
     def __init__(self, windows, op: ir.Operation) -> None:
         super().__init__(windows, op)
-        self.weight_grad = op.name == "ipu.conv_weight_grad"
+        self.weight_grad = op_class(op) is ConvWeightGradOp
         _, _, self.outputs, *_, self.groups = _geometry(op)
         self.result = tuple(op.results[0].type.shape)
 
@@ -480,16 +220,24 @@ def _transposed(op: ir.Operation) -> tuple:
             int(op.attributes["groups"].value))
 
 
-def _transposed_group(op: ir.Operation) -> Group | None:
+def transposed_group(op: ir.Operation) -> Group | None:
     types = [storage(v.type) for v in list(op.operands) + list(op.results)]
     if types != ["f32"] * 3 or op.operands[0].type.rank < 3 or \
             math.prod(op.results[0].type.shape) < FUSE_MIN_ELEMENTS:
         return None
     return Group(tuple(op.results[0].type.shape), [op], inputs=list(op.operands),
-                 outputs=list(op.results), kind="window")
+                 outputs=list(op.results), kind=Kind.WINDOW)
 
 
-def _col2im(name: str, op: ir.Operation) -> str:
+def col2im_io(op: ir.Operation) -> tuple[list, list]:
+    """The col2im function's input (the taps' products) and output, as `FusedKernel`
+    takes them."""
+    source, kernel, result, *_ = _transposed(op)
+    products = result[1] * math.prod(kernel) * source[0] * math.prod(source[2:])
+    return ([(products, 2, np.dtype(np.float32))], [(result, np.dtype(np.float32))])
+
+
+def col2im(name: str, op: ir.Operation) -> str:
     """y[n, c, o] = the sum over taps t of cols[c, t, n, i] where o + padding = i * stride
     + t * dilation, for the products cols (C_out x taps, N x input pixels) of one
     replica: loops over images, channels and the output's rows; a row is zeroed, then
@@ -500,7 +248,7 @@ def _col2im(name: str, op: ir.Operation) -> str:
     channels, outputs = result[1], result[2:]
     d = len(spatial)
     taps, pixels, area = math.prod(kernel), math.prod(spatial), math.prod(outputs)
-    b = _Lines()
+    b = Lines()
     zero = b.const("0.0 : f32")
     pick, compare = b.pick, b.compare
 
@@ -558,13 +306,13 @@ def _col2im(name: str, op: ir.Operation) -> str:
     b.close()
     for _ in range(len(kernel) + d - 1 + 3):
         b.close()
-    return b.text(_header(name, 1, 1))
+    return b.text(header(name, 1, 1))
 
 
 class TransposedConvolution(_Product):
     """`ipu.conv_transpose(x, w)`: one BLAS product per replica and group gives every
     tap's contribution (as the NumPy kernel computes them), which the compiled kernel
-    adds into the output in its final layout (`_col2im`)."""
+    adds into the output in its final layout (`col2im`)."""
 
     def __init__(self, add, op: ir.Operation) -> None:
         super().__init__(add, op)
