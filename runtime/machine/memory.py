@@ -11,9 +11,10 @@ on IPU 0, and counts bytes per IPU by tensor class:
   step, `MemoryEstimate.update_ipus`).
 - activations: the peak of a liveness walk over each stage function's ops (@main's for
   one IPU): a value lives from its op to its last use; values received from another IPU
-  (`ipu.copy`) or from Streaming Memory live from the start of the function. Views
-  (`ipu.reshape`, `permute`, `broadcast`, `slice`, `concat`) allocate nothing and keep
-  their sources alive: PopTorch lowers them to Poplar tensor views (`reshape`,
+  (`ipu.copy`) or from Streaming Memory live from the start of the function. What an
+  op's results are is its `op_memory.MEMORY_RULES` entry: views (`ipu.reshape`,
+  `permute`, `broadcast`, `slice`, `concat`) allocate nothing and keep their sources
+  alive: PopTorch lowers them to Poplar tensor views (`reshape`,
   `dimShuffle`, `broadcast`, `slice`, `poplar::concat`; graphcore/poptorch,
   poptorch_compiler/lower_to_poplar/ops/Reshapes.cpp and TensorOps.cpp). The IPU's
   figure is its largest stage function's peak (an IPU runs its stages one at a time).
@@ -53,291 +54,47 @@ in the phases that load them. An IPU's figures are those of its fullest phase; c
 Class figures are peaks summed (they may fall at different times): an upper bound of
 the IPU's need, as a compiler's static allocation of always-live tensors plus its
 largest not-always-live set is.
+
+Where the parts live: `memory_estimate` (the inputs and results, the out-of-memory
+error), `op_memory` (the per-op rules and the code bytes), `liveness` (one function's
+walk); this module reads the module's structure and places every tensor.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from torch_mlir import ir
 
-from poptorch.dialects.placement import int_attribute, placement, symbol, symbol_table
+from poptorch.dialects import op_class
+from poptorch.dialects.placement import int_attribute, placement, symbol_table
+from poptorch.dialects.structure import CopyOp, RemoteLoadOp
 from poptorch.errors import Error
-from poptorch.runtime.machine.system import Machine, spread, value_bytes
+from poptorch.runtime.machine.liveness import Peak, function_ops, liveness
+from poptorch.runtime.machine.memory_estimate import (
+    CLASSES,
+    ArgInfo,
+    IpuMemory,
+    Location,
+    Locations,
+    MemoryEstimate,
+    Tensor,
+)
+from poptorch.runtime.machine.op_memory import code_bytes, on_tile, tiles_of
+from poptorch.runtime.machine.system import Machine, value_bytes
 
-CLASSES = ("weights", "activations", "stash", "optimizer", "gradients", "temporary", "code",
-           "io")
-# ipu ops lowered to Poplar tensor views (module docstring): no memory of their own.
-VIEW_OPS = frozenset({"ipu.reshape", "ipu.permute", "ipu.broadcast", "ipu.slice",
-                      "ipu.concat"})
-# Code and vertex state per op, per tile the op runs on. Assumptions, not published or
-# measured figures (Graphcore publishes none per op; a compiled Poplar profile's memory
-# report is the measurement to replace them): each operand and result is one vertex
-# field holding a pointer and an element count (the Poplar vertex programming guide's
-# "SPAN" vector layout), taken as 4 bytes each; 64 bytes of supervisor and exchange code
-# run the op's compute set; each distinct op's codelet takes 1 KiB on every tile it is
-# used on.
-VERTEX_FIELD_BYTES = 8
-CONTROL_BYTES_PER_OP = 64
-CODELET_BYTES = 1024
-# PopART's TensorLocationSettings defaults (graphcore/popart, sessionoptions.hpp).
-MIN_ELEMENTS_OFF_CHIP = 2
-MIN_ELEMENTS_RTS = 8192
+__all__ = ["ArgInfo", "IpuMemory", "Location", "Locations", "MemoryEstimate", "Tensor",
+           "estimate"]
+
 LARGEST = 5  # tensors named per IPU
-
-
-@dataclass(frozen=True)
-class ArgInfo:
-    """One argument of @main, in order."""
-
-    name: str  # "fc1.weight", "0" (an input), ...
-    kind: str  # "parameter" | "buffer" | "constant" | "input" | "tangent"
-    trainable: bool = False
-    optimizer_slots: int = 0  # state tensors of the weight's shape: SGD 0, momentum 1, Adam 2
-
-
-@dataclass(frozen=True)
-class Location:
-    """Plain mirror of poptorch.TensorLocationSettings (None: the compiler's default)."""
-
-    on_chip: bool | None = None
-    replicated_sharding: bool | None = None
-    min_elements_off_chip: int | None = None
-    min_elements_rts: int | None = None
-
-    def off_chip(self, elements: int) -> bool:
-        minimum = MIN_ELEMENTS_OFF_CHIP if self.min_elements_off_chip is None \
-            else self.min_elements_off_chip
-        return self.on_chip is False and elements >= minimum
-
-    def sharded(self, elements: int, replicas: int) -> bool:
-        minimum = MIN_ELEMENTS_RTS if self.min_elements_rts is None else self.min_elements_rts
-        return bool(self.replicated_sharding) and replicas > 1 and elements >= minimum
-
-
-@dataclass(frozen=True)
-class Locations:
-    """Options.TensorLocations: one Location per class of tensors."""
-
-    weights: Location = Location()
-    activations: Location = Location()
-    optimizer: Location = Location()
-    accumulators: Location = Location()
-
-
-@dataclass(frozen=True)
-class Tensor:
-    """A named tensor in on-chip memory."""
-
-    name: str
-    cls: str
-    bytes: int
-
-
-@dataclass
-class IpuMemory:
-    """One IPU's estimate; with phased execution, the figures of its fullest `phase`."""
-
-    available: int
-    classes: dict[str, int]
-    largest: list[Tensor]
-    off_chip: int  # bytes this IPU keeps in Streaming Memory
-    per_tile_mean: int
-    per_tile_max: int  # the fullest compute tile (tile 0, linear mapping)
-    phase: int | None = None
-
-    @property
-    def total(self) -> int:
-        return sum(self.classes.values())
-
-
-@dataclass
-class MemoryEstimate:
-    """Memory per IPU; `check()` raises the out-of-memory error."""
-
-    ipus: dict[int, IpuMemory]
-    off_chip_bytes: int  # Streaming Memory in use, each tensor once
-    tiles: int  # compute tiles per IPU (IO tiles excluded)
-    memory_bytes_per_tile: int
-    argument_ipus: dict[int, list[int]] = field(default_factory=dict)  # @main arg -> IPUs
-    # trainable @main arg -> the IPU computing the gradient @main returns for it, which
-    # holds its optimizer state and updates it (known when the gradient comes from a
-    # stage call, or from @main itself on IPU 0)
-    update_ipus: dict[int, int] = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        """Plain data for the profile report (IPU keys as strings, for JSON)."""
-        return {
-            "off_chip_bytes": self.off_chip_bytes, "tiles": self.tiles,
-            "memory_bytes_per_tile": self.memory_bytes_per_tile,
-            "ipus": {str(ipu): {
-                "available": m.available, "total": m.total, "phase": m.phase,
-                "classes": dict(m.classes), "off_chip": m.off_chip,
-                "per_tile": {"mean": m.per_tile_mean, "max": m.per_tile_max},
-                "largest": [{"name": t.name, "class": t.cls, "bytes": t.bytes}
-                            for t in m.largest]}
-                for ipu, m in sorted(self.ipus.items())},
-        }
-
-    def check(self) -> None:
-        """Raise poptorch.Error(type="out_of_memory") if an IPU needs more than it has."""
-        over = [ipu for ipu, m in sorted(self.ipus.items()) if m.total > m.available]
-        if not over:
-            return
-        ipu, m = over[0], self.ipus[over[0]]
-        classes = ", ".join(f"{c} {b:,}" for c, b in m.classes.items() if b)
-        tensors = "; ".join(f"{t.name} ({t.cls}, {t.bytes:,} bytes)" for t in m.largest)
-        others = (f" (IPU{'s' if len(over) > 2 else ''} "
-                  f"{', '.join(map(str, over[1:]))} also out of memory)" if len(over) > 1
-                  else "")
-        raise Error(
-            f"out of memory on IPU {ipu}: the model needs {m.total:,} bytes ({_mib(m.total)}) "
-            f"but the IPU has {m.available:,} bytes ({_mib(m.available)}) on its compute "
-            f"tiles{others}; by class: {classes}; largest tensors: {tensors}. To fit, split "
-            "the model over more IPUs with poptorch.BeginBlock or a "
-            "poptorch.PipelinedExecution, move tensors to Streaming Memory with "
-            "Options.TensorLocations (TensorLocationSettings().useOnChipStorage(False)), "
-            "shard weights and optimizer state over replicas with TensorLocationSettings()"
-            ".useReplicatedTensorSharding(True), or use lower precision (model.half())",
-            type="out_of_memory")
-
-
-def _mib(nbytes: int) -> str:
-    return f"{nbytes / 2**20:.1f} MiB"
+DEFAULT_LOCATIONS = Locations()  # every class on chip, no sharding
 
 
 def _elements(value: ir.Value) -> int:
     return math.prod(ir.ShapedType(value.type).shape) if isinstance(
         value.type, ir.ShapedType) else 1
-
-
-def _ops(func: ir.Operation) -> list[ir.Operation]:
-    return [op.operation for op in func.regions[0].blocks[0].operations]
-
-
-def _tiles(nbytes: int, tiles: int) -> int:
-    """Tiles a tensor of `nbytes` spreads over: at least 128 bytes a tile, from tile 0 up
-    (poplibs' linear tile mapping, `machine.spread`)."""
-    return spread(nbytes, 1, tiles)
-
-
-def _on_tile(nbytes: int, tiles: int) -> int:
-    """Bytes of the tensor on its first (fullest) tile."""
-    return math.ceil(nbytes / _tiles(nbytes, tiles))
-
-
-def code_bytes(ops: Sequence[ir.Operation], tiles: int) -> tuple[int, int]:
-    """(bytes on the IPU, bytes on tile 0) of vertex code and state for `ops`: per op, per
-    tile its largest tensor spreads over, one vertex field per operand and result and the
-    control code; per distinct op, its codelet on the tiles it runs on (constants above)."""
-    total = first = 0
-    codelets: dict[str, int] = {}
-    for op in ops:
-        if not op.name.startswith("ipu.") or op.name in VIEW_OPS or op.name == "ipu.constant":
-            continue
-        values = [*op.operands, *op.results]
-        spread = _tiles(max((value_bytes(v) for v in values), default=0), tiles)
-        per_tile = VERTEX_FIELD_BYTES * len(values) + CONTROL_BYTES_PER_OP
-        total += spread * per_tile
-        first += per_tile
-        codelets[op.name] = max(codelets.get(op.name, 0), spread)
-    return (total + CODELET_BYTES * sum(codelets.values()),
-            first + CODELET_BYTES * len(codelets))
-
-
-@dataclass
-class Peak:
-    """A function's liveness walk: the peak, the values live there, its constants."""
-
-    function: str
-    scope: ir.Operation  # the function, for naming its values
-    bytes: int = 0
-    live: list[tuple[int, ir.Value, str]] = field(default_factory=list)  # bytes, value, from
-    constants: list[tuple[int, ir.Value, str]] = field(default_factory=list)
-    _numbers: dict[ir.Value, str] | None = None
-
-    def name(self, value: ir.Value, origin: str) -> Callable[[], str]:
-        """A value's name, printed on demand (printing is slow)."""
-        if origin == "constant":
-            return lambda: f"constant {self._ssa(value)} in @{self.function}"
-        if isinstance(value, ir.OpResult):
-            return lambda: f"{value.owner.name} {self._ssa(value)} in @{self.function}"
-        return lambda: f"{self._ssa(value)} of @{self.function} ({origin})"
-
-    def _ssa(self, value: ir.Value) -> str:
-        """`%n`, numbered in the function as MLIR's printer numbers it in local scope
-        (`_local_names`; the walk only sees the entry block's arguments and ops).
-        Counted because an AsmState, or `get_name()`, runs every op's verifier first
-        (27 of an LSTM's 57 ms of memory estimate, every compile)."""
-        if self._numbers is None:
-            self._numbers = _local_names(self.scope)
-        return self._numbers[value]
-
-    def tensors(self, cls: str, which: str) -> list[tuple[int, str, Callable[[], str]]]:
-        """(bytes, class, name) of the live values ("live") or constants ("constants")."""
-        return [(size, cls, self.name(value, origin))
-                for size, value, origin in getattr(self, which)]
-
-
-def _local_names(func: ir.Operation) -> dict[ir.Value, str]:
-    """The SSA names of `func`'s entry-block arguments (`%argN`) and top-level op results
-    (`%n` in order, `%n#i` for the i-th of an op's several results)."""
-    block = func.regions[0].blocks[0]
-    names = {arg: f"%arg{i}" for i, arg in enumerate(block.arguments)}
-    number = 0
-    for op in block.operations:
-        results = list(op.results)
-        if len(results) == 1:
-            names[results[0]] = f"%{number}"
-        else:  # none, or several
-            names.update((result, f"%{number}#{i}") for i, result in enumerate(results))
-        number += bool(results)
-    return names
-
-
-def liveness(func: ir.Operation, received: Mapping[int, str] | None = None,
-             excluded: set[int] | frozenset[int] = frozenset()) -> Peak:
-    """Peak live bytes of `func`'s intermediate values (module docstring). Arguments in
-    `received` (index -> where from) are live from the start; other arguments (weights,
-    inputs, stash) are not counted, nor values returned at a position in `excluded`
-    (gradients, buffer updates). `ipu.constant`s come back as weights."""
-    received = received or {}
-    name = symbol(func)
-    buffers: list[list] = []  # [first position, last position, bytes, value, from]
-    alias: dict[ir.Value, set[int]] = {}
-    for k, arg in enumerate(func.regions[0].blocks[0].arguments):
-        alias[arg] = {len(buffers)} if k in received else set()
-        if k in received:
-            buffers.append([0, 0, value_bytes(arg), arg, received[k]])
-    peak, dropped = Peak(name, func.operation), set()
-    for i, op in enumerate(_ops(func)):
-        for value in op.operands:
-            for b in alias.get(value, ()):
-                buffers[b][1] = i
-        if op.name == "func.return":
-            dropped = set().union(*(alias.get(op.operands[k], set()) for k in excluded))
-        elif op.name == "ipu.constant":
-            alias[op.results[0]] = set()
-            peak.constants.append((value_bytes(op.results[0]), op.results[0], "constant"))
-        elif op.name in VIEW_OPS:
-            alias[op.results[0]] = set().union(*(alias.get(v, set()) for v in op.operands))
-        else:
-            for result in op.results:
-                alias[result] = {len(buffers)}
-                buffers.append([i, i, value_bytes(result), result, ""])
-    kept = [b for n, b in enumerate(buffers) if n not in dropped]
-    events = sorted([(b[0], b[2]) for b in kept] + [(b[1] + 1, -b[2]) for b in kept],
-                    key=lambda e: (e[0], e[1]))
-    live, at = 0, None
-    for position, change in events:
-        live += change
-        if live > peak.bytes:
-            peak.bytes, at = live, position
-    peak.live = sorted(((b[2], b[3], b[4]) for b in kept if at is not None
-                        and b[0] <= at <= b[1]), key=lambda t: -t[0])
-    return peak
 
 
 @dataclass
@@ -402,7 +159,7 @@ class _Estimator:
         """(kind, name) of the values `call` returns that @main returns, by result number
         (@main's own results when `call` is None)."""
         found = {}
-        for j, value in enumerate(_ops(self.main)[-1].operands):
+        for j, value in enumerate(function_ops(self.main)[-1].operands):
             kind = self.results[j] if j < len(self.results) else ("output", str(j))
             if call is None:
                 found[j] = kind
@@ -420,9 +177,9 @@ class _Estimator:
         if not isinstance(value, ir.OpResult):
             return "arg", (value.arg_number, False)
         owner = value.owner.operation
-        if owner.name == "ipu.copy":
+        if op_class(owner) is CopyOp:
             return "received", f"copied from IPU {int_attribute(owner, 'src_ipu')}"
-        if owner.name == "ipu.remote_load":
+        if op_class(owner) is RemoteLoadOp:
             inner = owner.operands[0]
             if not isinstance(inner, ir.OpResult):
                 return "arg", (inner.arg_number, True)
@@ -435,7 +192,7 @@ class _Estimator:
     def read(self) -> None:
         """Units (functions run per IPU), argument uses, gradients and the IPUs updating
         the weights."""
-        calls = [op for op in _ops(self.main)
+        calls = [op for op in function_ops(self.main)
                  if op.name == "func.call" and "ipu.stage" in op.attributes]
         self.updaters = self.gradient_ipus(bool(calls))
         if not calls:
@@ -468,14 +225,14 @@ class _Estimator:
         it: the stage call's (or the `ipu.copy`'s destination), IPU 0 without stages."""
         index = {info.name: k for k, info in enumerate(self.args) if info.trainable}
         found = {}
-        for value, (kind, name) in zip(_ops(self.main)[-1].operands, self.results,
+        for value, (kind, name) in zip(function_ops(self.main)[-1].operands, self.results,
                                        strict=False):
             if kind != "grad" or name not in index:
                 continue
             owner = value.owner.operation if isinstance(value, ir.OpResult) else None
             if not staged:
                 found[index[name]] = 0
-            elif owner is not None and owner.name == "ipu.copy":
+            elif owner is not None and op_class(owner) is CopyOp:
                 found[index[name]] = int_attribute(owner, "dst_ipu")
             elif owner is not None and owner.name == "func.call" and "ipu.stage" in \
                     owner.attributes:
@@ -484,10 +241,10 @@ class _Estimator:
 
     def unit(self, ipu: int, phase: int | None, func: ir.Operation,
              received: dict[int, str], kinds: dict[int, tuple[str, str]]) -> None:
-        ops = [op for op in _ops(func) if op.name not in ("func.return", "func.call")]
+        ops = [op for op in function_ops(func) if op.name not in ("func.return", "func.call")]
         self.units.append(_Unit(ipu, phase, ops, liveness(func, received, self.excluded(kinds))))
         if not self.accumulate:
-            ret = _ops(func)[-1]
+            ret = function_ops(func)[-1]
             for k, (kind, what) in kinds.items():
                 if kind == "grad":
                     self.records.append(_Record(ipu, phase, "gradients", f"{what} (gradient)",
@@ -575,11 +332,11 @@ class _Estimator:
         phase, classes, records, act, (scratch, scratch_op) = best
         tensors = [(r.on_chip, r.cls, lambda r=r: r.name) for r in records]
         tensors += constants + act.peak.tensors("activations", "live")
-        first = code_first + sum(_on_tile(size, self.tiles) for size, _, _ in tensors)
+        first = code_first + sum(on_tile(size, self.tiles) for size, _, _ in tensors)
         if scratch_op is not None:
             spread = max((value_bytes(v) for v in [*scratch_op.operands, *scratch_op.results]),
                          default=0)
-            first += math.ceil(scratch / _tiles(spread, self.tiles))
+            first += math.ceil(scratch / tiles_of(spread, self.tiles))
         largest = sorted(tensors, key=lambda t: -t[0])[:LARGEST]
         off = {r.name: r.off_chip for r in self.records if r.ipu == ipu and r.off_chip}
         total = sum(classes.values())
@@ -606,7 +363,7 @@ class _Estimator:
 def estimate(module: ir.Module, machine: Machine, args: Sequence[ArgInfo], *,
              results: Sequence[tuple[str, object]] = (), replicas: int = 1,
              accumulate: bool = False, stash_bytes: Mapping[int, int] | None = None,
-             locations: Locations = Locations(), io_tiles: int = 0,
+             locations: Locations = DEFAULT_LOCATIONS, io_tiles: int = 0,
              temporary: Callable[[ir.Operation, int], int] = lambda op, ipu: 0
              ) -> MemoryEstimate:
     """The memory each IPU of `machine` needs to run `module` (see the module docstring).

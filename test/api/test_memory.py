@@ -19,7 +19,8 @@ from torch_mlir import ir
 import poptorch
 from poptorch.dialects import make_context
 from poptorch.errors import Error
-from poptorch.runtime.machine.memory import ArgInfo, Location, Locations, estimate, liveness
+from poptorch.runtime.machine.liveness import liveness, local_names
+from poptorch.runtime.machine.memory import ArgInfo, Location, Locations, estimate
 from poptorch.runtime.machine.system import GC200, Machine
 
 F32 = 4
@@ -393,8 +394,6 @@ def test_value_names_are_mlir_printers():
     """The memory estimate names values as MLIR's printer does in a function's local
     scope (counted, since an AsmState verifies every op first): arguments, single
     results, an op's several results (`%n#i`), and ops without results skipped."""
-    from poptorch.runtime.machine.memory import _local_names
-
     text = """
     func.func @main(%x: tensor<1x2x4x4xf32>, %y: tensor<8xf32>) -> tensor<8xf32> {
       %0 = "ipu.relu"(%y) : (tensor<8xf32>) -> tensor<8xf32>
@@ -409,7 +408,7 @@ def test_value_names_are_mlir_printers():
     with make_context():
         module = ir.Module.parse(text)
         func = module.body.operations[0]
-        names = _local_names(func)
+        names = local_names(func)
         state = ir.AsmState(func, use_local_scope=True)
         block = func.regions[0].blocks[0]
         values = [*block.arguments, *(r for op in block.operations for r in op.results)]

@@ -1,0 +1,224 @@
+"""The cost rules of the op families: how PopLibs would plan each, in BSP steps.
+
+A rule takes the `Plan` of one op and returns `OpCost(compute, exchange, sync,
+temporary_bytes)`; `cost.COST_RULES` maps each ipu op class to one (a family's rule bound
+to its op's particulars with `functools.partial`).
+
+- Tiles: T = tilesPerIPU - io_tiles are available (Options numIOTiles reserves the rest).
+  A tensor of n elements of b bytes is spread linearly over
+  `spread(n, b) = min(T, ceil(n / ceil(128 / b)))` tiles, at least 128 bytes each
+  (poputil's calcLinearTileMapping), so a small op uses few tiles. Ops are planned over
+  the tiles of their result.
+- Vector work (elementwise, reductions, pooling, optimizer updates): a tile's e elements
+  are shared by its numWorkerContexts (W) worker threads; PopLibs' codelet tables give
+  `c` cycles per loop of `u` elements (`plan.VECTOR_RATES`, one natural 64-bit vector a
+  cycle unless listed), and the barrel-threaded tile issues for one worker every W
+  cycles: `vector_cycles(e) = ceil(ceil(e / W) / u) * c * W`.
+- AMP ops (matmul, conv, conv_transpose, conv_weight_grad) are a batch of B products of
+  (M x K) by (K x N), planned with K split in d parts (d = 1, 2, 4, ... <= K). The B*M*N
+  outputs spread over t = min(spread(B*M*N, b), T // d) tiles, A = ceil(B*M*N / t)
+  each: g = ceil(A / (M*N)) whole products when A >= M*N, else an mb x nb block with
+  mb = min(M, ceil(sqrt(A))), nb = min(N, ceil(A / mb)); each of the d tiles of a block
+  takes k = ceil(K / d) of K. compute = ceil(g*mb*nb*k / AMP MACs a cycle); the tile
+  receives its operand slabs, `recv = g*(mb + nb)*k*b` bytes. With d > 1 a second step
+  sums the fp32 partials: each tile receives and adds ceil(g*mb*nb*(d-1)/d) of them.
+- Gathers (gather, index_select, index, embedding_bag, scatter, index_put): a tile
+  copies its e result elements (`ceil(e*b / memcpyBytesPerCycle)`) and receives them
+  plus the indices: `recv = e*b + index bytes`.
+- Available memory proportion p (spec 4.6.9; default 0.6; an op's own
+  `ipu.available_memory` attribute, from `poptorch.set_available_memory`, wins): the
+  received slabs (and partial sums) of AMP ops and gathers are temporary memory, capped
+  at cap = p * memoryBytesPerTile per tile. Slabs needing more are serialised into
+  s = min(max pieces, ceil(recv / cap)) pieces (K columns for AMP ops, indices for
+  gathers), each its own exchange and sync: exchange = s * ceil(ceil(recv / s) /
+  exchangeBytesPerCycle), sync = s * globalSyncCycles; temporary_bytes = tiles x
+  (ceil(recv / s) + partial sums). The plan is the fastest whose temporaries a tile fit
+  the cap (if none does, the smallest, with the spec's warning): lower p, fewer
+  temporary bytes, more cycles.
+- Reductions: stage 1 reduces each tile's share; when an output's inputs span several
+  tiles, stage 2 exchanges fp32 partials to the output's tile and reduces them (a second
+  sync). Data movement (permute, slice, concat, pad, ...) copies and receives its result
+  share. Elementwise operands with fewer elements than the result (broadcasts) are
+  received; operands laid out like the result cost no exchange.
+- Optimizer updates: passes of elementwise ops over the weights (`optimizer`'s `passes`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from torch_mlir import ir
+
+from poptorch.dialects.elementwise import BINARY_OPS
+from poptorch.runtime.machine.plan import OpCost, Plan, vector_cycles, vector_rate
+from poptorch.runtime.machine.system import (
+    element_bits,
+    element_type,
+    spread,
+    static_shape,
+    value_bytes,
+)
+
+ADD, MUL, MAX = BINARY_OPS["add"], BINARY_OPS["mul"], BINARY_OPS["max"]
+
+Dims = tuple[int, int, int, int]  # (B, M, N, K) of an AMP op
+
+
+def _groups(op: ir.Operation) -> int:
+    return ir.IntegerAttr(op.attributes["groups"]).value if "groups" in op.attributes else 1
+
+
+def matmul_dims(p: Plan) -> Dims:
+    x, out = p.shapes[0], p.out_shapes[0]
+    return math.prod(out[:-2]), out[-2], out[-1], x[-1]
+
+
+def conv_dims(p: Plan) -> Dims:
+    """Rows: batch x output positions; K: C_in/g x kernel."""
+    groups, w, out = _groups(p.op), p.shapes[1], p.out_shapes[0]
+    return groups, out[0] * math.prod(out[2:]), out[1] // groups, math.prod(w[1:])
+
+
+def conv_transpose_dims(p: Plan) -> Dims:
+    """Every input position scatters C_out/g x kernel."""
+    groups, x, w = _groups(p.op), p.shapes[0], p.shapes[1]
+    return groups, x[0] * math.prod(x[2:]), math.prod(w[1:]), x[1] // groups
+
+
+def conv_weight_grad_dims(p: Plan) -> Dims:
+    """(C_out/g) x (C_in/g x kernel), summed over batch x positions."""
+    groups, grad, out = _groups(p.op), p.shapes[1], p.out_shapes[0]
+    return groups, out[0] // groups, math.prod(out[1:]), grad[0] * math.prod(grad[2:])
+
+
+def _blocks(area: int, rows: int, cols: int) -> tuple[int, int, int]:
+    """(g, mb, nb): whole products, or one mb x nb block, making up `area` outputs."""
+    if area >= rows * cols:
+        return math.ceil(area / (rows * cols)), rows, cols
+    block_rows = min(rows, math.ceil(math.sqrt(area)))
+    return 1, block_rows, min(cols, math.ceil(area / block_rows))
+
+
+def amp_plan(p: Plan, dims: Dims, depth_split: int) -> tuple[OpCost, int]:
+    """The AMP op split over output blocks and `depth_split` parts of K (module
+    docstring): its cost and temporary bytes a tile."""
+    batch, rows, cols, depth = dims
+    tiles = min(p.tiles, p.available // depth_split)
+    products, block_rows, block_cols = _blocks(math.ceil(batch * rows * cols / tiles),
+                                               rows, cols)
+    part = math.ceil(depth / depth_split)
+    rate = p.machine.amp_macs_per_cycle(element_type(p.op.operands[0]))
+    compute = math.ceil(products * block_rows * block_cols * part / rate)
+    received = products * (block_rows + block_cols) * part * p.bytes_of(0)
+    reduction = (0, 0)
+    if depth_split > 1:  # each of the split's tiles sums 1/d of the others' fp32 partials
+        partials = products * block_rows * block_cols
+        share = math.ceil(partials * (depth_split - 1) / depth_split)
+        compute += vector_cycles(share, (1, p.machine.dataPathWidth // 32), p.machine)
+        reduction = (share * 4, partials * 4)
+    return p.serialised(compute, received, part, tiles * depth_split, reduction)
+
+
+def amp(p: Plan, dims: Callable[[Plan], Dims]) -> OpCost:
+    """The cheapest split of K in powers of two (1 first: ties keep fewer partials);
+    `dims(p)` gives the op's (B, M, N, K)."""
+    shape = dims(p)
+    depth = shape[3]
+    return p.choose([amp_plan(p, shape, 2 ** i) for i in range(depth.bit_length())
+                     if 2 ** i <= min(depth, p.available)])
+
+
+def gather(p: Plan) -> OpCost:
+    indices = [v for v in p.op.operands[1:] if isinstance(element_type(v), ir.IntegerType)]
+    index_bytes = sum(value_bytes(v) for v in indices)
+    count = max(1, sum(math.prod(static_shape(v, p.op)) for v in indices))
+    compute = math.ceil(p.per_tile * p.bytes / p.machine.memcpyBytesPerCycle)
+    return p.choose([p.serialised(compute, p.per_tile * p.bytes + index_bytes, count,
+                                  p.tiles)])
+
+
+def _reduced_dims(op: ir.Operation, rank: int) -> list[int]:
+    if "dims" in op.attributes:
+        dims = list(ir.DenseI64ArrayAttr(op.attributes["dims"]))
+    else:
+        dims = [ir.IntegerAttr(op.attributes["dim"]).value]
+    return sorted(d % rank for d in dims) if rank else []
+
+
+# The elementwise op whose vector rate a reduction's `kind` attribute runs at (max
+# otherwise: max, min and the arg_max / arg_min comparisons).
+REDUCE_KINDS: dict[str, type] = {"sum": ADD, "mean": ADD, "prod": MUL}
+
+
+def reduce(p: Plan) -> OpCost:
+    shape = p.shapes[0]
+    inputs, outputs = math.prod(shape), max(1, p.out)
+    element = element_type(p.op.operands[0])
+    kind = (ir.StringAttr(p.op.attributes["kind"]).value if "kind" in p.op.attributes
+            else "max")
+    rate = vector_rate(REDUCE_KINDS.get(kind, MAX), element, p.machine)
+    tiles = spread(inputs, max(1, element_bits(element) // 8), p.available)
+    share = math.ceil(inputs / tiles)
+    per_output = math.ceil(inputs / outputs)
+    dims = _reduced_dims(p.op, len(shape))
+    contiguous = dims == list(range(len(shape) - len(dims), len(shape)))
+    span = min(tiles, math.ceil(per_output / share) if contiguous else per_output)
+    stage1 = vector_cycles(share, rate, p.machine)
+    if span <= 1:
+        return p.step(stage1)
+    partials = p.per_tile * span  # fp32 partials a result tile receives and reduces
+    return p.step(stage1 + vector_cycles(partials, rate, p.machine), partials * 4, 2,
+                  outputs * span * 4)
+
+
+def elementwise(p: Plan) -> OpCost:
+    """At the vector rate of the op's own class (`plan.VECTOR_RATES`)."""
+    element = element_type(p.op.operands[0]) if len(p.op.operands) else p.element
+    compute = vector_cycles(p.per_tile, vector_rate(p.op_class, element, p.machine), p.machine)
+    received = sum(min(math.prod(s), p.per_tile) * max(1, element_bits(element_type(v)) // 8)
+                   for s, v in zip(p.shapes, p.op.operands, strict=True)
+                   if math.prod(s) < p.out)
+    return p.step(compute, received)
+
+
+def scan(p: Plan, step: type) -> OpCost:
+    """sort, cumsum, cumprod: log2(n) passes of `step` (an elementwise op class) along the
+    dimension, then the layout back."""
+    dim = ir.IntegerAttr(p.op.attributes["dim"]).value
+    length = p.shapes[0][dim] if p.shapes[0] else 1
+    passes = max(1, math.ceil(math.log2(max(2, length))))
+    rate = vector_rate(step, p.element, p.machine)
+    return p.step(passes * vector_cycles(p.per_tile, rate, p.machine), p.per_tile * p.bytes)
+
+
+def movement(p: Plan, receives: str = "result") -> OpCost:
+    """Copies its result share; receives it ("result"), nothing ("nothing": iota,
+    random_uniform make their data on the tile) or the smaller of its source and its
+    share ("source": broadcast)."""
+    share = p.per_tile * p.bytes
+    received = share if receives == "result" else 0
+    if receives == "source":
+        received = min(math.prod(p.shapes[0]), p.per_tile) * p.bytes
+    return p.step(math.ceil(share / p.machine.memcpyBytesPerCycle), received)
+
+
+def pool(p: Plan, step: type) -> OpCost:
+    """Window ops: each of the smaller side's elements meets a whole window, at the
+    vector rate of `step` (add for averages, max otherwise)."""
+    first = math.prod(p.shapes[0])
+    if "kernel" in p.op.attributes:
+        window = math.prod(ir.DenseI64ArrayAttr(p.op.attributes["kernel"]))
+    else:
+        window = max(1, math.ceil(max(first, p.out) / min(first, p.out)))
+    work = math.ceil(min(first, p.out) * window / p.tiles)
+    received = math.ceil(first / p.tiles) * p.bytes
+    return p.step(vector_cycles(work, vector_rate(step, p.element, p.machine), p.machine),
+                  received)
+
+
+def optimizer(p: Plan, passes: tuple[type, ...]) -> OpCost:
+    """An update rule as `passes` of elementwise ops over the weights (a count of the
+    operations in each rule of spec 4.5 / torch.optim, not a PopLibs figure)."""
+    rates = (vector_rate(n, p.element, p.machine) for n in passes)
+    return p.step(sum(vector_cycles(p.per_tile, r, p.machine) for r in rates))

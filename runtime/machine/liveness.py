@@ -1,0 +1,124 @@
+"""The liveness walk of one function: the peak bytes of its intermediate values, the
+values live at the peak and its constants (`liveness`, giving a `Peak`).
+
+A value lives from its op to its last use; what an op's results are (new activations,
+views of its operands, weights) is its `op_memory.MEMORY_RULES` entry. Values are named
+as MLIR's printer names them, counted rather than printed (`local_names`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from torch_mlir import ir
+
+from poptorch.dialects.placement import symbol
+from poptorch.runtime.machine.op_memory import memory_rule
+from poptorch.runtime.machine.system import value_bytes
+
+
+def function_ops(func: ir.Operation) -> list[ir.Operation]:
+    """The ops of a function's entry block."""
+    return [op.operation for op in func.regions[0].blocks[0].operations]
+
+
+@dataclass
+class Peak:
+    """A function's liveness walk: the peak, the values live there, its constants."""
+
+    function: str
+    scope: ir.Operation  # the function, for naming its values
+    bytes: int = 0
+    live: list[tuple[int, ir.Value, str]] = field(default_factory=list)  # bytes, value, from
+    constants: list[tuple[int, ir.Value, str]] = field(default_factory=list)
+    _numbers: dict[ir.Value, str] | None = None
+
+    def name(self, value: ir.Value, origin: str) -> Callable[[], str]:
+        """A value's name, printed on demand (printing is slow)."""
+        if origin == "constant":
+            return lambda: f"constant {self._ssa(value)} in @{self.function}"
+        if isinstance(value, ir.OpResult):
+            return lambda: f"{value.owner.name} {self._ssa(value)} in @{self.function}"
+        return lambda: f"{self._ssa(value)} of @{self.function} ({origin})"
+
+    def _ssa(self, value: ir.Value) -> str:
+        """`%n`, numbered in the function as MLIR's printer numbers it in local scope
+        (`local_names`; the walk only sees the entry block's arguments and ops).
+        Counted because an AsmState, or `get_name()`, runs every op's verifier first
+        (27 of an LSTM's 57 ms of memory estimate, every compile)."""
+        if self._numbers is None:
+            self._numbers = local_names(self.scope)
+        return self._numbers[value]
+
+    def tensors(self, cls: str, which: str) -> list[tuple[int, str, Callable[[], str]]]:
+        """(bytes, class, name) of the live values ("live") or constants ("constants")."""
+        return [(size, cls, self.name(value, origin))
+                for size, value, origin in getattr(self, which)]
+
+
+def local_names(func: ir.Operation) -> dict[ir.Value, str]:
+    """The SSA names of `func`'s entry-block arguments (`%argN`) and top-level op results
+    (`%n` in order, `%n#i` for the i-th of an op's several results)."""
+    block = func.regions[0].blocks[0]
+    names = {arg: f"%arg{i}" for i, arg in enumerate(block.arguments)}
+    number = 0
+    for op in block.operations:
+        results = list(op.results)
+        if len(results) == 1:
+            names[results[0]] = f"%{number}"
+        else:  # none, or several
+            names.update((result, f"%{number}#{i}") for i, result in enumerate(results))
+        number += bool(results)
+    return names
+
+
+def liveness(func: ir.Operation, received: Mapping[int, str] | None = None,
+             excluded: set[int] | frozenset[int] = frozenset()) -> Peak:
+    """Peak live bytes of `func`'s intermediate values (module docstring). Arguments in
+    `received` (index -> where from) are live from the start; other arguments (weights,
+    inputs, stash) are not counted, nor values returned at a position in `excluded`
+    (gradients, buffer updates). Results of ops whose rule makes them weights
+    (`ipu.constant`) come back as constants."""
+    received = received or {}
+    name = symbol(func)
+    buffers: list[list] = []  # [first position, last position, bytes, value, from]
+    alias: dict[ir.Value, set[int]] = {}
+    for k, arg in enumerate(func.regions[0].blocks[0].arguments):
+        alias[arg] = {len(buffers)} if k in received else set()
+        if k in received:
+            buffers.append([0, 0, value_bytes(arg), arg, received[k]])
+    peak, dropped = Peak(name, func.operation), set()
+    for i, op in enumerate(function_ops(func)):
+        for value in op.operands:
+            for b in alias.get(value, ()):
+                buffers[b][1] = i
+        if op.name == "func.return":
+            dropped = set().union(*(alias.get(op.operands[k], set()) for k in excluded))
+            continue
+        rule = memory_rule(op)
+        results = "none" if rule is None else rule.results
+        if results == "weights":
+            for result in op.results:
+                alias[result] = set()
+                peak.constants.append((value_bytes(result), result, "constant"))
+        elif results == "views":
+            sources = set().union(*(alias.get(v, set()) for v in op.operands))
+            alias.update((result, sources) for result in op.results)
+        elif results == "activations":
+            for result in op.results:
+                alias[result] = {len(buffers)}
+                buffers.append([i, i, value_bytes(result), result, ""])
+        else:  # an exempt op (op_memory.MEMORY_EXEMPT): its results take no buffer
+            alias.update((result, set()) for result in op.results)
+    kept = [b for n, b in enumerate(buffers) if n not in dropped]
+    events = sorted([(b[0], b[2]) for b in kept] + [(b[1] + 1, -b[2]) for b in kept],
+                    key=lambda e: (e[0], e[1]))
+    live, at = 0, None
+    for position, change in events:
+        live += change
+        if live > peak.bytes:
+            peak.bytes, at = live, position
+    peak.live = sorted(((b[2], b[3], b[4]) for b in kept if at is not None
+                        and b[0] <= at <= b[1]), key=lambda t: -t[0])
+    return peak

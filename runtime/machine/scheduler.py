@@ -1,0 +1,206 @@
+"""List scheduling of a `TaskGraph`'s task order, step after step (`Scheduler`), and the
+activations stashed between the tasks of a micro-batch (`stash_bytes`). The rules: the
+`timeline` module docstring.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from poptorch.errors import Error
+from poptorch.runtime.machine.events import COUNTERS, Event, HostStreams
+from poptorch.runtime.machine.tasks import ARG, Source, TaskGraph, TaskNode
+
+Epilogue = Sequence[tuple[str, str, int, int]]  # (kind, name, ipu, cycles) per step
+
+
+class Scheduler:
+    """List scheduling of the task order, step after step."""
+
+    def __init__(self, graph: TaskGraph, streams: HostStreams, overlap_io: bool,
+                 steps: int) -> None:
+        self.graph, self.streams, self.overlap_io = graph, streams, overlap_io
+        self.free: dict[int, int] = defaultdict(int)  # IPU -> cycle it is free from
+        self.link: dict[int, int] = defaultdict(int)  # IPU -> cycle its host link is free
+        self.events: dict[int, list[Event]] = defaultdict(list)
+        self.finish: dict[tuple[int, int, int], int] = {}  # (step, k, mb) -> end
+        self.ready_at: dict[tuple[int, int, int], int | None] = {}  # (node, step, mb)
+        self.stored: dict[tuple[str, int, int, int], int] = defaultdict(int)  # producers done
+        self.store_producers = [graph.producers(s.inputs[0]) for s in graph.stores]
+        self.output_producers = [graph.producers(graph.returns[j])
+                                 for j, _ in streams.outputs]
+        self.streamed = {arg: n for n, (arg, _) in enumerate(streams.inputs)}
+        self.loaded: dict[tuple[int, int, int], int] = {}  # (step, mb, arg) -> end
+        iterations = steps * graph.micro_batches
+        self.counters = {key: [[0] * iterations for _ in (
+            streams.inputs if key.startswith("input") else streams.outputs)]
+            for key in COUNTERS}
+        self.latest = 0  # end of the last event so far
+        self.floor = 0  # no task starts before this barrier
+
+    def add(self, ipu: int, event: Event) -> None:
+        self.events[ipu].append(event)
+        self.latest = max(self.latest, event.end)
+
+    def idle_from(self, ipu: int) -> int:
+        return max(self.free[ipu], self.floor)
+
+    def ready(self, source: Source, step: int, mb: int, consumer: str) -> int | None:
+        """When the value `source` of micro-batch `mb` is available to its consumer; None
+        when it is host data available at any time."""
+        if source[0] == ARG:
+            return self.loaded.get((step, mb, source[1]))
+        key = (source[0], step, mb)
+        if key in self.ready_at:
+            return self.ready_at[key]
+        node = self.graph.nodes[source[0]]
+        if node.kind == "call":
+            if (step, node.call, mb) not in self.finish:
+                raise Error(f"ipu.tasks runs @{consumer} on micro-batch {mb} before "
+                            f"@{node.name}, which computes its operand", type="runtime")
+            time = self.finish[step, node.call, mb]
+        elif node.kind in ("copy", "remote_load"):
+            base = self.ready(node.inputs[0], step, mb, consumer)
+            start = self.idle_from(node.ipu) if base is None else base
+            time = start + node.cycles
+            self.add(node.ipu, Event(node.kind, consumer, mb, start, time, step))
+        else:
+            times = [t for s in node.inputs if (t := self.ready(s, step, mb, consumer))
+                     is not None]
+            time = max(times, default=None)
+        self.ready_at[key] = time
+        return time
+
+    def host(self, kind: str, ipu: int, ready: int, nbytes: int, name: str, stream: int,
+             step: int, mb: int) -> int:
+        """One host transfer on `ipu`'s link (and its tiles without IO tiles)."""
+        start = max(ready, self.link[ipu], self.floor,
+                    0 if self.overlap_io else self.free[ipu])
+        end = self.link[ipu] = start + self.graph.machine.host_cycles(nbytes)
+        if not self.overlap_io:
+            self.free[ipu] = end
+        self.add(ipu, Event(kind, name, mb, start, end, step, stream=stream))
+        return start
+
+    def load_inputs(self, step: int, call: TaskNode, mb: int) -> None:
+        for arg in call.reads:
+            if arg in self.streamed and (step, mb, arg) not in self.loaded:
+                n = self.streamed[arg]
+                start = self.host("host_load", call.ipu, 0, self.graph.arg_bytes[arg],
+                                  self.streams.inputs[n][1], n, step, mb)
+                self.loaded[step, mb, arg] = self.link[call.ipu]
+                it = step * self.graph.micro_batches + mb
+                self.counters["input"][n][it] = start
+                self.counters["input_complete"][n][it] = self.link[call.ipu]
+
+    def store_output(self, n: int, step: int, mb: int, consumer: str) -> None:
+        source = self.graph.returns[self.streams.outputs[n][0]]
+        ipu = self.graph.holder(source)
+        ready = self.ready(source, step, mb, consumer)
+        ready = self.idle_from(ipu) if ready is None else ready
+        result, name = self.streams.outputs[n]
+        self.host("host_store", ipu, ready, self.graph.result_bytes[result], name, n, step,
+                  mb)
+        it = step * self.graph.micro_batches + mb
+        self.counters["output"][n][it] = ready
+        self.counters["output_complete"][n][it] = self.link[ipu]
+
+    def task(self, step: int, k: int, mb: int) -> None:
+        call = self.graph.calls[k]
+        self.load_inputs(step, call, mb)
+        if self.overlap_io and mb + 1 < self.graph.micro_batches:
+            self.load_inputs(step, call, mb + 1)  # IO tiles prefetch the next micro-batch
+        inputs = [self.ready(s, step, mb, call.name) for s in call.inputs]
+        start = max([self.idle_from(call.ipu), *(t for t in inputs if t is not None),
+                     *(self.loaded[step, mb, a] for a in call.reads if a in self.streamed)])
+        cost = call.cost
+        self.free[call.ipu] = end = start + cost.cycles
+        self.add(call.ipu, Event("compute", call.name, mb, start, end, step, call.stage,
+                                 call.phase, breakdown={"compute": cost.compute,
+                                                        "exchange": cost.exchange,
+                                                        "sync": cost.sync}))
+        self.finish[step, k, mb] = end
+        for kind, groups in (("remote", self.store_producers), ("host", self.output_producers)):
+            for s, producers in enumerate(groups):
+                if k in producers:
+                    self.stored[kind, s, step, mb] += 1
+                    if self.stored[kind, s, step, mb] == len(producers):
+                        self.after(kind, s, step, mb, call.name)
+
+    def after(self, kind: str, s: int, step: int, mb: int, name: str) -> None:
+        if kind == "host":
+            self.store_output(s, step, mb, name)
+        else:
+            self.store(s, step, mb, name)
+
+    def store(self, s: int, step: int, mb: int, name: str) -> None:
+        node = self.graph.stores[s]
+        ready = self.ready(node.inputs[0], step, mb, name)
+        start = max(self.idle_from(node.ipu), ready or 0)
+        self.free[node.ipu] = end = start + node.cycles
+        self.add(node.ipu, Event("remote_store", name, mb, start, end, step))
+
+    def run(self, steps: int, epilogue: Epilogue) -> None:
+        """Each step starts when the previous one (and its epilogue) has ended; "sharded"
+        runs one task at a time, "phased" starts a phase when the tasks before it have
+        ended."""
+        tasks, schedule = self.graph.tasks, self.graph.schedule
+        for step in range(steps):
+            self.floor = self.latest
+            started: set[int] = set()
+            phase = None
+            for k, mb in tasks:
+                call = self.graph.calls[k]
+                if schedule == "sharded" or (schedule == "phased" and call.phase != phase):
+                    self.floor = self.latest
+                phase = call.phase
+                if mb not in started:  # stores of host data: before the micro-batch's tasks
+                    started.add(mb)
+                    for kind, groups in (("remote", self.store_producers),
+                                         ("host", self.output_producers)):
+                        for s, producers in enumerate(groups):
+                            if not producers:
+                                self.after(kind, s, step, mb, "main")
+                self.task(step, k, mb)
+            barrier = updated = self.latest
+            for kind, name, ipu, cycles in epilogue:
+                start = max(barrier, self.free[ipu], updated if kind == "copy" else 0)
+                self.free[ipu] = start + cycles
+                if kind != "copy":
+                    updated = max(updated, start + cycles)
+                self.add(ipu, Event(kind, name, None, start, start + cycles, step))
+
+    def spans(self, steps: int) -> list[tuple[int, int]]:
+        """Each iteration's (first task start, last task end)."""
+        spans: dict[tuple[int, int], tuple[int, int]] = {}
+        for events in self.events.values():
+            for e in events:
+                if e.kind == "compute":
+                    first, last = spans.get((e.step, e.micro_batch), (e.start, e.end))
+                    spans[e.step, e.micro_batch] = (min(first, e.start), max(last, e.end))
+        mbs = self.graph.micro_batches
+        return [spans.get((step, mb), (0, 0)) for step in range(steps) for mb in range(mbs)]
+
+
+def stash_bytes(graph: TaskGraph) -> dict[int, int]:
+    """Per IPU, the peak bytes of call results waiting for a later call of the same
+    micro-batch on the same IPU, replaying one step of the task order."""
+    live: dict[int, int] = defaultdict(int)
+    peak: dict[int, int] = defaultdict(int)
+    waiting: dict[tuple[int, int, int], set[int]] = {}  # (k, result, mb) -> readers left
+    for k, mb in graph.tasks:
+        call = graph.calls[k]
+        for result, users in enumerate(call.stash_users):
+            if users:
+                waiting[k, result, mb] = set(users)
+                live[call.ipu] += call.result_bytes[result]
+        peak[call.ipu] = max(peak[call.ipu], live[call.ipu])
+        for producer, result in call.stash_inputs:
+            readers = waiting.get((producer, result, mb))
+            if readers is not None:
+                readers.discard(k)
+                if not readers:
+                    del waiting[producer, result, mb]
+                    live[call.ipu] -= graph.calls[producer].result_bytes[result]
+    return peak
