@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from torch_mlir import ir
-from torch_mlir.dialects.ext import Dialect
+from torch_mlir.dialects.ext import AttributeDef, Dialect, OperandDef, RegionDef, ResultDef
 
 
 class Ipu(Dialect, name="ipu"):
@@ -152,7 +152,6 @@ def _declared(cls: type) -> tuple[tuple, tuple, int, tuple[str, ...]]:
     """An op class's declared operand and result type classes (None: any), its region
     count and attribute names, worked out once per class: the verifiers run for every
     op after every pass."""
-    from torch_mlir.dialects.ext import AttributeDef, OperandDef, RegionDef, ResultDef
 
     def constraints(kind):
         return tuple(f.constraint if isinstance(f.constraint, type) else None

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from .creation import ConstantOp
 from .ipu import StageAttr
 
 # ops that compute nothing and may stay outside blocks
-NEUTRAL = ("ipu.constant", "func.", "torch.constant.", "torch.prim.ListConstruct",
+NEUTRAL = (ConstantOp.OPERATION_NAME, "func.", "torch.constant.", "torch.prim.ListConstruct",
            "torch_c.", "builtin.")
 # the attributes that place an op: its block and IPU (poptorch.Block, BeginBlock), then
 # its stage (ipu-assign-stages)

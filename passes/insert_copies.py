@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from poptorch.dialects import op_class
 from poptorch.dialects.ipu import i64
 from poptorch.dialects.placement import functions, placement, producer
+from poptorch.dialects.structure import CopyOp
 
 from .registry import Pass, register
 
@@ -38,11 +40,9 @@ class InsertCopies(Pass):
                     key = (value, where[1])
                     if key not in copies:
                         with ir.InsertionPoint(op), op.location:
-                            copies[key] = ir.Operation.create(
-                                "ipu.copy", results=[value.type], operands=[value],
-                                attributes={"src_ipu": i64(source),
-                                            "dst_ipu": i64(where[1]),
-                                            "ipu.stage": op.attributes["ipu.stage"]}).result
+                            copy = CopyOp(value, i64(source), i64(where[1]), value.type)
+                        copy.operation.attributes["ipu.stage"] = op.attributes["ipu.stage"]
+                        copies[key] = copy.result
                     op.operands[n] = copies[key]
 
 
@@ -51,7 +51,7 @@ def _source_ipu(value: ir.Value) -> int | None:
     owner = producer(value)
     if owner is None:
         return None
-    if owner.name == "ipu.copy":
+    if op_class(owner) is CopyOp:
         return ir.IntegerAttr(owner.attributes["dst_ipu"]).value
     where = placement(owner) if owner.name == "func.call" else None
     return where[1] if where else None

@@ -15,6 +15,10 @@ from __future__ import annotations
 import numpy as np
 from torch_mlir import ir
 
+from poptorch.dialects import op_class
+from poptorch.dialects.creation import ConstantOp
+from poptorch.dialects.elementwise import CastOp
+
 from .registry import Pass, register
 
 
@@ -54,10 +58,10 @@ class NarrowF64(Pass):
                     continue
                 for result in op.results:
                     result.set_type(_narrowed(result.type))
-                if op.name == "ipu.constant":
+                if op_class(op) is ConstantOp:
                     _narrow_constant(op)
         for op in self.walk(module):
-            if op.name == "ipu.cast" and op.operands[0].type == op.results[0].type:
+            if op_class(op) is CastOp and op.operands[0].type == op.results[0].type:
                 op.results[0].replace_all_uses_with(op.operands[0])
                 op.erase()
 

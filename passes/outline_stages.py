@@ -29,13 +29,14 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from poptorch.dialects import stage_attr
+from poptorch.dialects.creation import ConstantOp, IotaOp
 from poptorch.dialects.placement import functions, placement, producer, str_attribute, symbol
 
 from .registry import Option, Pass, register
 from .stages import backward_ops
 
 # ops cloned into every stage that uses them rather than passed between stages
-CLONED = ("ipu.constant", "ipu.iota", "torch.constant.", "arith.constant")
+CLONED = (ConstantOp.OPERATION_NAME, IotaOp.OPERATION_NAME, "torch.constant.", "arith.constant")
 
 
 @register

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from poptorch.dialects import op_class
 from poptorch.dialects.ipu import i64
 from poptorch.dialects.placement import functions, producer, symbol
+from poptorch.dialects.structure import CopyOp, RemoteLoadOp, RemoteStoreOp
 
 from .registry import Option, Pass, register
 from .stages import StageCall, stage_calls
@@ -90,16 +92,16 @@ class SchedulePhases(Pass):
                     if value not in stored:
                         stored.add(value)
                         with ir.InsertionPoint(_after(source.op)), source.op.location:
-                            self._transfer("ipu.remote_store", value, source, [])
+                            self._placed(RemoteStoreOp(value, i64(source.ipu)), source)
                 key = (value, c.phase, c.ipu)
                 if key not in loads:
                     with ir.InsertionPoint(c.op), c.op.location:
-                        loads[key] = self._transfer("ipu.remote_load", value, c,
-                                                    [value.type]).result
+                        loads[key] = self._placed(
+                            RemoteLoadOp(value, i64(c.ipu), value.type), c).result
                 c.op.operands[n] = loads[key]
         for op in reversed(list(func.regions[0].blocks[0].operations)):
             op = op.operation
-            if op.name == "ipu.copy" and not list(op.results[0].uses):
+            if op_class(op) is CopyOp and not list(op.results[0].uses):
                 op.erase()
 
     def _offchip(self, source: StageCall, user: StageCall, value: ir.Value) -> bool:
@@ -121,15 +123,15 @@ class SchedulePhases(Pass):
         source = producer(ret.operands[ir.OpResult(value).result_number])
         return source is not None and "ipu.backward" in source.attributes
 
-    def _transfer(self, name: str, value: ir.Value, call: StageCall,
-                  results) -> ir.Operation:
-        """A transfer to or from Streaming Memory, placed in `call`'s stage and phase."""
-        attrs = {"ipu": i64(call.ipu)}
-        attrs.update({key: call.op.attributes[key] for key in ("ipu.stage", "ipu.phase")
-                      if key in call.op.attributes})
+    def _placed(self, transfer: ir.OpView, call: StageCall) -> ir.OpView:
+        """`transfer` (to or from Streaming Memory) placed in `call`'s stage and phase."""
+        attrs = transfer.operation.attributes
+        for key in ("ipu.stage", "ipu.phase"):
+            if key in call.op.attributes:
+                attrs[key] = call.op.attributes[key]
         if self.liveness == "off-chip-after-fwd-no-overlap":
             attrs["ipu.no_overlap"] = ir.UnitAttr.get()
-        return ir.Operation.create(name, results=results, operands=[value], attributes=attrs)
+        return transfer
 
 
 def _producer_call(value: ir.Value, calls: list[StageCall]
@@ -139,7 +141,7 @@ def _producer_call(value: ir.Value, calls: list[StageCall]
     owner = producer(value)
     if owner is None:
         return None, value
-    if owner.name == "ipu.copy":
+    if op_class(owner) is CopyOp:
         return _producer_call(owner.operands[0], calls)
     return next((c for c in calls if c.op == owner), None), value
 

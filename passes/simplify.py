@@ -17,18 +17,27 @@ outputs concatenated, is the last step's output: the concatenation goes unused).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from torch_mlir import ir, rewrite
 
-from poptorch.dialects.elementwise import UNARY
+from poptorch.dialects.creation import ConstantOp
+from poptorch.dialects.data_movement import BroadcastOp, ConcatOp, PermuteOp, ReshapeOp, SliceOp
+from poptorch.dialects.elementwise import BINARY_OPS, UNARY_OPS, CastOp
 from poptorch.dialects.ipu import make_bool
+from poptorch.dialects.linear import MatMulOp
+from poptorch.dialects.reduction import ReduceOp
 
 from .registry import Pass, register
+
+# A rewrite at a matched op: it rewrites and returns False, or returns True (no match).
+Pattern = Callable[[ir.OpView, rewrite.PatternRewriter], bool]
 
 
 def splat_value(value: ir.Value) -> float | None:
     """The value of a splat `ipu.constant`, or None."""
     owner = value.owner
-    if not (isinstance(owner, ir.OpView) and owner.operation.name == "ipu.constant"):
+    if not isinstance(owner, ConstantOp):
         return None
     attr = owner.attributes["value"]
     if not (isinstance(attr, ir.DenseElementsAttr) and attr.is_splat):
@@ -44,7 +53,7 @@ def _forward(op: ir.OpView, rewriter: rewrite.PatternRewriter, operand: ir.Value
     return False
 
 
-def identity_operand(neutral: float):
+def identity_operand(neutral: float) -> Pattern:
     """Pattern: `x op neutral` or `neutral op x` is x (commutative ops)."""
 
     def apply(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
@@ -58,7 +67,7 @@ def identity_operand(neutral: float):
     return apply
 
 
-def right_identity(neutral: float):
+def right_identity(neutral: float) -> Pattern:
     """Pattern: `x op neutral` is x (sub, div)."""
 
     def apply(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
@@ -76,10 +85,8 @@ def same_type(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
 
 def reshape_chain(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     """Pattern: reshape(reshape(x)) is one reshape of x (or x itself)."""
-    from poptorch.dialects.data_movement import ReshapeOp
-
     inner = op.operands[0].owner
-    if not (isinstance(inner, ir.OpView) and inner.operation.name == "ipu.reshape"):
+    if not isinstance(inner, ReshapeOp):
         return _forward(op, rewriter, op.operands[0])
     source = inner.operands[0]
     if source.type == op.results[0].type:
@@ -95,13 +102,11 @@ def reshape_chain(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
 def permute_chain(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     """Pattern: permute(permute(x)) is one permute of x (or x itself); an identity
     permute is its operand."""
-    from poptorch.dialects.data_movement import PermuteOp
-
     dims = list(op.attributes["dims"])
     if dims == sorted(dims):
         return _forward(op, rewriter, op.operands[0])
     inner = op.operands[0].owner
-    if not (isinstance(inner, ir.OpView) and inner.operation.name == "ipu.permute"):
+    if not isinstance(inner, PermuteOp):
         return True
     first = list(inner.attributes["dims"])
     composed = [first[d] for d in dims]  # result dim i is x's dim first[dims[i]]
@@ -133,18 +138,15 @@ def unary_of_reshape(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     reshape's operand (`relu(reshape(x))`, as a linear layer's decomposition leaves
     between its bias add and the activation, becomes `reshape(relu(x))`: the op is next
     to the add, and a reshape back to x's shape folds away)."""
-    from poptorch.dialects.data_movement import ReshapeOp
-
     inner = op.operands[0].owner
-    if not (isinstance(inner, ir.OpView) and inner.operation.name == "ipu.reshape"):
+    if not isinstance(inner, ReshapeOp):
         return True
     source = inner.operands[0]
     attributes = _attributes(op)  # both keep the op's (its stage, its name scope)
     with rewriter.ip, op.location:
-        moved = ir.Operation.create(op.operation.name, results=[source.type],
-                                    operands=[source], attributes=attributes)
+        moved = type(op)(source, source.type)
         reshaped = ReshapeOp(moved.result, op.results[0].type)
-    _stamp([reshaped.operation], attributes)
+    _stamp([moved.operation, reshaped.operation], attributes)
     rewriter.replace_op(op, [reshaped.result])
     return False
 
@@ -152,8 +154,6 @@ def unary_of_reshape(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
 def unit_reduce(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     """Pattern: a reduction over dims of size 1 only (an LSTM's backward sums its gate
     gradients over the one step a slice took) is its operand, reshaped when the dims go."""
-    from poptorch.dialects.data_movement import ReshapeOp
-
     source, result = op.operands[0], op.results[0].type
     shape = source.type.shape
     if op.attributes["kind"].value == "square_sum" or \
@@ -173,14 +173,12 @@ def unit_reduce(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
 def _transposed_product(value: ir.Value) -> tuple[ir.Value, ir.Value] | None:
     """(x, y) when `value` is `matmul(permute(x, [1, 0]), y)` of matrices, read once."""
     owner = value.owner
-    if not (isinstance(owner, ir.OpView) and owner.operation.name == "ipu.matmul") \
-            or len(list(value.uses)) != 1:
+    if not isinstance(owner, MatMulOp) or len(list(value.uses)) != 1:
         return None
     lhs, rhs = owner.operands
     permute = lhs.owner
     if lhs.type.rank != 2 or rhs.type.rank != 2 or not (
-            isinstance(permute, ir.OpView) and permute.operation.name == "ipu.permute"
-            and list(permute.attributes["dims"]) == [1, 0]):
+            isinstance(permute, PermuteOp) and list(permute.attributes["dims"]) == [1, 0]):
         return None
     return permute.operands[0], rhs
 
@@ -190,9 +188,6 @@ def sum_of_products(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     (an RNN's weight gradient adds one such product per step: one matrix product of all
     steps instead of a small one per step, and no sum). Repeated, a sum of n products
     becomes one; the concatenations are chains, which the JIT makes one copy."""
-    from poptorch.dialects.data_movement import ConcatOp, PermuteOp
-    from poptorch.dialects.linear import MatMulOp
-
     result = op.results[0].type
     if op.operands[0].type != result or op.operands[1].type != result:
         return True
@@ -219,11 +214,10 @@ def sum_of_products(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     return False
 
 
-def _single_reader(op: ir.OpView, name: str) -> ir.OpView | None:
-    """The producer of `op`'s first operand when it is a `name` op read only by `op`."""
+def _single_reader(op: ir.OpView, cls: type) -> ir.OpView | None:
+    """The producer of `op`'s first operand when it is a `cls` op read only by `op`."""
     owner = op.operands[0].owner
-    if isinstance(owner, ir.OpView) and owner.operation.name == name \
-            and len(list(op.operands[0].uses)) == 1:
+    if isinstance(owner, cls) and len(list(op.operands[0].uses)) == 1:
         return owner
     return None
 
@@ -234,8 +228,6 @@ def _box(op: ir.OpView) -> tuple[list[int], list[int], list[int]]:
 
 def _slice(value: ir.Value, starts, ends, steps, result: ir.Type) -> ir.Value:
     """`ipu.slice` of `value`, or `value` when the box is all of it."""
-    from poptorch.dialects.data_movement import SliceOp
-
     if value.type == result and all(s == 0 and e == n and k == 1 for s, e, k, n in zip(
             starts, ends, steps, value.type.shape, strict=True)):
         return value
@@ -247,9 +239,7 @@ def slice_of_permute(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     """Pattern: a slice of a permute (read only by it) is the permute of the slice of its
     operand (`out.permute(1, 0, 2)[:, -1]`, an RNN's last output, then slices what the
     permute's operand is made of: `slice_of_concat`)."""
-    from poptorch.dialects.data_movement import PermuteOp
-
-    permute = _single_reader(op, "ipu.permute")
+    permute = _single_reader(op, PermuteOp)
     if permute is None:
         return True
     dims = [int(d) for d in permute.attributes["dims"]]
@@ -274,7 +264,7 @@ def slice_of_concat(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     """Pattern: a slice of a concat that lies within one of its operands is a slice of
     that operand (the operand itself when it is all of it)."""
     owner = op.operands[0].owner
-    if not (isinstance(owner, ir.OpView) and owner.operation.name == "ipu.concat"):
+    if not isinstance(owner, ConcatOp):
         return True
     lhs, rhs = owner.operands
     dim = int(owner.attributes["dim"].value) % lhs.type.rank
@@ -302,13 +292,12 @@ def _summed(value: ir.Value) -> tuple[ir.Value, list[int], bool, ir.Type] | None
     owner = value.owner
     if not isinstance(owner, ir.OpView) or len(list(value.uses)) != 1:
         return None
-    if owner.operation.name == "ipu.reshape":
+    if isinstance(owner, ReshapeOp):
         inner = owner.operands[0]
         if len(list(inner.uses)) != 1:
             return None
         owner = inner.owner
-    if not (isinstance(owner, ir.OpView) and owner.operation.name == "ipu.reduce"
-            and owner.attributes["kind"].value == "sum"):
+    if not (isinstance(owner, ReduceOp) and owner.attributes["kind"].value == "sum"):
         return None
     x = owner.operands[0]
     dims = sorted({int(d) % x.type.rank for d in owner.attributes["dims"]})
@@ -321,9 +310,6 @@ def sum_of_reductions(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     `sum(concat(x1, x2), D)`, concatenated along D's first dim (an RNN's bias gradient
     adds one sum over the batch per step: one sum of all steps instead, of the
     concatenation `sum_of_products` makes for the weight gradient, which CSE shares)."""
-    from poptorch.dialects.data_movement import ConcatOp, ReshapeOp
-    from poptorch.dialects.reduction import ReduceOp
-
     result = op.results[0].type
     if op.operands[0].type != result or op.operands[1].type != result:
         return True
@@ -352,6 +338,25 @@ def sum_of_reductions(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
     return False
 
 
+# The rewrites, keyed by the class of the op they match at.
+PATTERNS: list[tuple[type, Pattern]] = [
+    (BINARY_OPS["mul"], identity_operand(1.0)),
+    (BINARY_OPS["add"], identity_operand(0.0)),
+    (BINARY_OPS["add"], sum_of_products),
+    (BINARY_OPS["add"], sum_of_reductions),
+    (BINARY_OPS["sub"], right_identity(0.0)),
+    (BINARY_OPS["div"], right_identity(1.0)),
+    (ReshapeOp, reshape_chain),
+    (PermuteOp, permute_chain),
+    (ReduceOp, unit_reduce),
+    (SliceOp, slice_of_permute),
+    (SliceOp, slice_of_concat),
+    *((unary, unary_of_reshape) for unary in UNARY_OPS.values()),
+    (BroadcastOp, same_type),
+    (CastOp, same_type),
+]
+
+
 @register
 class Simplify(Pass):
     argument = "ipu-simplify"
@@ -363,19 +368,6 @@ class Simplify(Pass):
 
     def run(self, module: ir.Operation) -> None:
         patterns = rewrite.RewritePatternSet()
-        patterns.add("ipu.mul", identity_operand(1.0))
-        patterns.add("ipu.add", identity_operand(0.0))
-        patterns.add("ipu.add", sum_of_products)
-        patterns.add("ipu.add", sum_of_reductions)
-        patterns.add("ipu.sub", right_identity(0.0))
-        patterns.add("ipu.div", right_identity(1.0))
-        patterns.add("ipu.reshape", reshape_chain)
-        patterns.add("ipu.permute", permute_chain)
-        patterns.add("ipu.reduce", unit_reduce)
-        patterns.add("ipu.slice", slice_of_permute)
-        patterns.add("ipu.slice", slice_of_concat)
-        for name in UNARY:
-            patterns.add(f"ipu.{name}", unary_of_reshape)
-        for name in ("ipu.broadcast", "ipu.cast"):
-            patterns.add(name, same_type)
+        for root, pattern in PATTERNS:
+            patterns.add(root, pattern)
         rewrite.apply_patterns_and_fold_greedily(module, patterns.freeze())

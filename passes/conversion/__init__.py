@@ -12,7 +12,7 @@ from .convolution_backward import populate_convolution_backward
 from .creation import populate_creation
 from .data_movement import populate_data_movement
 from .elementwise import BEFORE_BACKEND, populate_elementwise
-from .indexing import OPERATORS as INDEXING_OPERATORS
+from .grid_sample_backward import OPERATORS as GRID_SAMPLE_BACKWARD_OPERATORS
 from .indexing import populate_indexing
 from .linear import populate_linear
 from .reduction import OPERATORS as REDUCTION_OPERATORS
@@ -34,7 +34,7 @@ __all__ = ["BEFORE_BACKEND", "FAMILIES", "OPERATORS", "Patterns", "populate_all"
 
 # `torch.operator "<name>"` -> its lowering (the same `fn(op, b)` as a pattern's)
 OPERATORS: dict[str, Lowering] = {**CONVOLUTION_OPERATORS, **CONVOLUTION_BACKWARD_OPERATORS,
-                                  **INDEXING_OPERATORS, **REDUCTION_OPERATORS}
+                                  **GRID_SAMPLE_BACKWARD_OPERATORS, **REDUCTION_OPERATORS}
 
 
 def populate_all(patterns: Patterns) -> None:

@@ -3,9 +3,12 @@ arange). Shapes are static, so each becomes an `ipu.constant` computed at compil
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from torch_mlir import ir
 
+from poptorch.dialects.creation import RandomUniformOp
 from poptorch.dialects.types import Unsupported, numpy_dtype
 
 from .common import Builder, Patterns
@@ -52,8 +55,6 @@ def arange(op: ir.OpView, b: Builder) -> ir.Value:
 def uniform(op: ir.OpView, b: Builder) -> ir.Value:
     """aten.uniform(x, low, high, generator): fresh samples of x's shape (x's values unused;
     rand, randn, bernoulli and training-mode dropout all arrive as this)."""
-    from poptorch.dialects.creation import RandomUniformOp
-
     if not b.is_none(op.operands[3]):
         raise Unsupported("an explicit torch.Generator: use Options.randomSeed instead")
     f64 = ir.F64Type.get()
@@ -62,8 +63,6 @@ def uniform(op: ir.OpView, b: Builder) -> ir.Value:
 
 
 def populate_creation(patterns: Patterns) -> None:
-    from functools import partial
-
     patterns.lower("torch.vtensor.literal", literal)
     patterns.lower("torch.aten.full", full)
     patterns.lower("torch.aten.full_like", full)

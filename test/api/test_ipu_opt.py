@@ -9,7 +9,7 @@ import pytest
 from poptorch.tools import ipu_opt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OPS = os.path.join(ROOT, "test", "Dialect", "IPU", "ops.mlir")
+OPS = os.path.join(ROOT, "test", "Dialect", "IPU", "structure.mlir")
 
 
 def test_console_script_works_outside_the_checkout(tmp_path):

@@ -3,7 +3,8 @@
 import pytest
 from torch_mlir import ir
 
-from poptorch.dialects import make_context
+from poptorch.dialects import make_context, op_class
+from poptorch.dialects.ipu import Ipu
 from poptorch.passes import (
     Option,
     Pass,
@@ -14,6 +15,7 @@ from poptorch.passes import (
     get_pass,
     parse_pipeline,
     register,
+    simplify,
 )
 from poptorch.passes.pipeline import split_elements
 from poptorch.passes.registry import _REGISTRY
@@ -42,6 +44,12 @@ def test_every_pass_is_described_and_named_ipu():
         assert cls.argument.startswith("ipu-")
         assert cls.description and "\n" not in cls.description
         assert get_pass(cls.argument) is cls
+
+
+def test_simplify_patterns_are_keyed_by_ipu_op_classes():
+    roots = [root for root, _ in simplify.PATTERNS]
+    assert all(root in Ipu.operations and op_class(root.OPERATION_NAME) is root
+               for root in roots)
 
 
 def test_mixed_pipeline_runs_in_order():

@@ -119,8 +119,8 @@ def replica_groups():
         print(group, group.kind.maybe_downcast().value, group.size.maybe_downcast().value)
 
 
-# Every elementwise op from the two registries; binary ops broadcast 3x1 with 4.
-# A chain through a selection of the elementwise ops (ops.mlir has every one).
+# A chain through a selection of the unary and binary elementwise ops; binary ops
+# broadcast 3x1 with 4 (the ops' IR round trip is test/Dialect/IPU/elementwise.mlir).
 # CHECK-LABEL: TEST: elementwise_ops
 @run
 def elementwise_ops():

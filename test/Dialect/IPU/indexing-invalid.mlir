@@ -1,7 +1,7 @@
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics
 
 // One case per way an op of dialects/indexing.py fails its Python verifier. Missing
-// attributes and operands of the wrong base type are IRDL's (see invalid.mlir).
+// attributes and operands of the wrong base type are IRDL's (see structure-invalid.mlir).
 
 func.func @gather$index_not_integer(%x: tensor<4x5xf32>, %i: tensor<4x5xf32>) -> tensor<4x5xf32> {
   // expected-error @+1 {{'ipu.gather' op index must hold signless integers, got f32}}

@@ -4,7 +4,7 @@
 // generic form.
 
 // The weight gradient of a grouped, strided, dilated conv with asymmetric padding:
-// the gradient is that conv's output (2x6x4x9, as @conv in ops-convolution.mlir).
+// the gradient is that conv's output (2x6x4x9, as @conv in convolution.mlir).
 // CHECK-LABEL: func.func @conv_weight_grad
 // CHECK:         "ipu.conv_weight_grad"(%arg0, %arg1) {dilations = array<i64: 1, 2>, groups = 2 : i64, padding_high = array<i64: 0, 1>, padding_low = array<i64: 1, 2>, strides = array<i64: 2, 1>} : (tensor<2x4x9x8xf32>, tensor<2x6x4x9xf32>) -> tensor<6x2x3x2xf32>
 func.func @conv_weight_grad(%x: tensor<2x4x9x8xf32>, %dy: tensor<2x6x4x9xf32>) -> tensor<6x2x3x2xf32> {
