@@ -8,6 +8,7 @@
 3. An import inside a function says why it is not at the top: a comment naming an
    `optional dependency` or a measured `start-up cost` on its line or the line above.
 4. No module over 600 lines.
+5. Every package is listed in pyproject.toml's `packages` (a wheel holds only those).
 
 `poptorch.dialects`, `.passes` and `.runtime` are mapped onto the top-level folders by
 setuptools' package-dir, which grimp does not follow in an editable install: the checks
@@ -21,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAPPED = ("dialects", "passes", "runtime")  # poptorch.<name> -> <name>/
@@ -138,9 +140,19 @@ def check_lengths(files: dict[str, str]) -> list[str]:
     return problems
 
 
+def check_packages(files: dict[str, str]) -> list[str]:
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        listed = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
+    found = {name for name, path in files.items() if path.endswith("__init__.py")}
+    return [f"package {name} is missing from pyproject.toml's [tool.setuptools] packages"
+            for name in sorted(found - listed)] + [
+            f"pyproject.toml lists package {name}, which does not exist"
+            for name in sorted(listed - found)]
+
+
 def main() -> int:
     files = module_files()
-    problems = check_function_imports(files) + check_lengths(files)
+    problems = check_function_imports(files) + check_lengths(files) + check_packages(files)
     with tempfile.TemporaryDirectory() as directory:
         view = package_view(directory)
         problems += check_cycles(view)
