@@ -259,3 +259,19 @@ def dims_compatible(a: int, b: int) -> bool:
     """Two static-or-dynamic dimension sizes that may be equal at run time."""
     dyn = ir.ShapedType.is_dynamic_size
     return dyn(a) or dyn(b) or a == b
+
+
+def walk(op: ir.Operation) -> list[ir.Operation]:
+    """Every op nested in `op` (pre-order), as a list to loop over.
+
+    Loop over this rather than raising inside an `op.walk` callback: the bindings turn an
+    exception in a callback into a bare "Exception raised in callback".
+    """
+    ops: list[ir.Operation] = []
+
+    def visit(inner: ir.Operation) -> ir.WalkResult:
+        ops.append(inner)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return ops

@@ -12,7 +12,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from .creation import ConstantOp
-from .ipu import StageAttr
+from .ipu import StageAttr, walk
 
 # ops that compute nothing and may stay outside blocks
 NEUTRAL = (ConstantOp.OPERATION_NAME, "func.", "torch.constant.", "torch.prim.ListConstruct",
@@ -22,18 +22,6 @@ NEUTRAL = (ConstantOp.OPERATION_NAME, "func.", "torch.constant.", "torch.prim.Li
 PLACEMENT = ("ipu.block", "ipu.ipu_id", "ipu.stage")
 # ipu-assign-stages places backward ops without annotations next to their neighbours
 INHERITS = "ipu.backward"
-
-
-def _walk(op: ir.Operation) -> list[ir.Operation]:
-    """Every op nested in `op` (pre-order), as a list."""
-    ops: list[ir.Operation] = []
-
-    def visit(inner: ir.Operation) -> ir.WalkResult:
-        ops.append(inner)
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return ops
 
 
 def is_placed(op: ir.Operation) -> bool:
@@ -53,7 +41,7 @@ def unplaced(module: ir.Operation) -> list[ir.Operation] | None:
     when no function places any."""
     found, any_placed = [], False
     for func in functions(module):
-        ops = _walk(func)[1:]
+        ops = walk(func)[1:]
         if "ipu.stage" in func.attributes or any(
                 name in op.attributes for op in ops for name in PLACEMENT):
             any_placed = True

@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
+from poptorch.dialects.ipu import walk
+
 log = logging.getLogger("poptorch.passes")
 
 
@@ -136,21 +138,7 @@ class Pass:
         """Transform `module` in place; report user errors with `self.error`."""
         raise NotImplementedError
 
-    @staticmethod
-    def walk(op: ir.Operation) -> list[ir.Operation]:
-        """Every op nested in `op` (pre-order), as a list to loop over.
-
-        Loop over this rather than raising inside an `op.walk` callback: the bindings
-        turn an exception in a callback into a bare "Exception raised in callback".
-        """
-        ops: list[ir.Operation] = []
-
-        def visit(inner: ir.Operation) -> ir.WalkResult:
-            ops.append(inner)
-            return ir.WalkResult.ADVANCE
-
-        op.walk(visit, ir.WalkOrder.PRE_ORDER)
-        return ops
+    walk = staticmethod(walk)  # every op nested in an op, pre-order (`dialects.ipu.walk`)
 
     def error(self, op: ir.Operation | ir.OpView, message: str) -> PassError:
         """An error at `op`'s location; `raise self.error(op, "...")` fails the pass."""
