@@ -1,11 +1,11 @@
 """PoplarExecutor (spec 4.2.3, 11.4): a wrapped model running on the machine model.
 
 Host weights are the wrapped model's own tensors (a shallow copy shares them); the
-device holds NumPy copies, uploaded at compile time and again whenever a host tensor
-changed (its identity or `_version`), which is PopTorch's implicit weight sync. A call
-splits its inputs into deviceIterations x (replicas / input group size) micro-batches,
-runs one vectorised program call per device iteration with replicas on a leading
-axis, and returns outputs as `Options.outputMode` asks.
+device holds NumPy copies (`weights.DeviceWeights`), uploaded at compile time and again
+whenever a host tensor changed (its identity or `_version`), which is PopTorch's
+implicit weight sync. A call splits its inputs into deviceIterations x (replicas /
+input group size) micro-batches, runs one vectorised program call per device iteration
+with replicas on a leading axis, and returns outputs as `Options.outputMode` asks.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from poptorch._executor.model_copy import (
     shallow_copy,
 )
 from poptorch._executor.trainers import sync_trainers_to_host
+from poptorch._executor.weights import DeviceWeights
 from poptorch._frontend import capture
 from poptorch.enums import ConnectionType
 from poptorch.errors import Error
@@ -45,10 +46,11 @@ from poptorch.runtime.machine.timeline import Timeline
 class PoplarExecutor:
     """A model wrapped by `inferenceModel` (`TrainingExecutor` for `trainingModel`).
 
-    Its state is here; it holds two collaborators with their own: `_device`, the
-    `DeviceLease` of the device it is attached to (and the fault of a failed call), and
-    `_figures`, the `MachineFigures` of the machine model. Executable files are read and
-    written by the functions of `persistence`.
+    Its state is here; it holds three collaborators with their own: `_device`, the
+    `DeviceLease` of the device it is attached to (and the fault of a failed call),
+    `_device_weights`, the `DeviceWeights` (the device's copies of the weights and
+    buffers), and `_figures`, the `MachineFigures` of the machine model. Executable files
+    are read and written by the functions of `persistence`.
     """
 
     def __init__(self, model: torch.nn.Module, options: Options | None, training: bool) -> None:
@@ -66,15 +68,11 @@ class PoplarExecutor:
         self._input_meta: list[tuple[tuple[int, ...], torch.dtype]] = []
         # flat index -> value of the non-tensor inputs the program was compiled for
         self._in_constants: dict[int, Any] = {}
-        # weight or buffer name -> its device array, and the host tensor's (id, _version)
-        # when it was uploaded
-        self._arrays: dict[str, np.ndarray] = {}
-        self._uploaded: dict[str, tuple[int, int]] = {}
         self._destroyed = False
-        self._buffers_dirty = False  # the device changed buffers the host has not seen
         self._seed: int | None = None  # the device random generator's seed and state
         self._random: np.random.Generator | None = None
         self._device = DeviceLease()
+        self._device_weights = DeviceWeights()
         self._figures = MachineFigures()
         # parameter name -> (CommGroupType, shards, VariableRetrievalMode), as PopTorch
         # names it; filled by `param.replicaGrouping(...)` (spec 4.4.3)
@@ -213,8 +211,7 @@ class PoplarExecutor:
         opts._freeze(compile_time_only=True)  # run-time options may still change
         self._in_spec = in_spec
         self._input_meta = input_meta
-        self._arrays.clear()
-        self._uploaded.clear()
+        self._device_weights.clear()
         self._upload_weights()
         self._seed = opts.random_seed if opts.random_seed is not None else torch.initial_seed()
         self._random = np.random.default_rng(self._seed)
@@ -247,10 +244,9 @@ class PoplarExecutor:
         return [a for a in self._compiled.captured.arguments
                 if a.kind in ("parameter", "buffer", "constant")]
 
-    def _upload(self, name: str, tensor: torch.Tensor) -> None:
-        """Put a host weight on the device; a replica-grouped one as (replicas, ...)."""
-        self._arrays[name] = grouping.device_array(tensor, self._groupings.get(name))
-        self._uploaded[name] = (id(tensor), tensor._version)
+    def _host_weights(self):
+        """(name, host tensor) of each weight, buffer and tensor constant."""
+        return ((arg.name, self._host_tensor(arg)) for arg in self._weights())
 
     def copyWeightsToDevice(self) -> None:  # noqa: N802
         """Upload every weight and buffer from the host model (to an attached model)."""
@@ -265,16 +261,11 @@ class PoplarExecutor:
         self._upload_weights()
 
     def _upload_weights(self) -> None:
-        for arg in self._weights():
-            self._upload(arg.name, self._host_tensor(arg))
-        self._buffers_dirty = False
+        self._device_weights.upload(self._host_weights(), self._groupings)
 
     def _sync_host_changes(self) -> None:
         """Implicit sync: re-upload host weights changed since the last upload."""
-        for arg in self._weights():
-            tensor = self._host_tensor(arg)
-            if self._uploaded.get(arg.name) != (id(tensor), tensor._version):
-                self._upload(arg.name, tensor)
+        self._device_weights.sync(self._host_weights(), self._groupings)
 
     def copyWeightsToHost(self) -> None:  # noqa: N802
         """Write the device's weights and buffers back into the host model (replica-
@@ -283,22 +274,18 @@ class PoplarExecutor:
         self._check_alive()
         if self._compiled is None or not self._device.attached:
             return
-        with torch.no_grad():
-            self._uploaded.update(grouping.write_to_host(self._model, self._groupings,
-                                                         self._arrays))
-            for name in self._compiled.captured.mutated_buffers:
-                value = self._arrays[name]
-                host = self._model.get_buffer(name)
-                if value.ndim > host.dim():  # per-replica buffers: replica 0's
-                    value = value[0]
-                host.copy_(torch.from_numpy(np.array(value)))
-                self._uploaded[name] = (id(host), host._version)
-        self._buffers_dirty = False
+        self._device_weights.write_to_host(self._model, self._groupings, self._written_back())
+
+    def _written_back(self):
+        """(name, host tensor) of what copyWeightsToHost writes beyond the replica-grouped
+        parameters: inference's mutated buffers."""
+        return ((name, self._model.get_buffer(name))
+                for name in self._compiled.captured.mutated_buffers)
 
     def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802
         """Copy device weights to the host if the device changed them; True if it did."""
         self._check_alive()
-        if self._buffers_dirty:
+        if self._compiled is not None and self._device_weights.dirty:
             self.copyWeightsToHost()
             return True
         return False
@@ -373,20 +360,17 @@ class PoplarExecutor:
         arrays and the machine model's figures."""
         self._figures.release()
         self._compiled = None
-        self._arrays.clear()
-        self._uploaded.clear()
+        self._device_weights.clear()
         self._random = None
 
     def _snapshot(self) -> dict[str, Any]:
-        """The device state a call changes. Calls replace device arrays, never write
-        into them, so copies of the dicts are enough."""
-        return {"arrays": dict(self._arrays), "buffers_dirty": self._buffers_dirty,
+        """The device state a call changes: the device weights (`DeviceWeights.snapshot`)
+        and the random generator's state."""
+        return {"weights": self._device_weights.snapshot(),
                 "random": self._random.bit_generator.state}
 
     def _restore(self, saved: dict[str, Any]) -> None:
-        self._arrays.clear()
-        self._arrays.update(saved["arrays"])
-        self._buffers_dirty = saved["buffers_dirty"]
+        self._device_weights.restore(saved["weights"])
         self._random.bit_generator.state = saved["random"]
 
     # ---- running ------------------------------------------------------------------------
@@ -425,8 +409,9 @@ class PoplarExecutor:
         compiled = self._compiled
         captured = compiled.captured
         extra = extra or {}
+        arrays = self._device_weights.arrays
         args = [inputs[int(a.name)][step] if a.kind == "input"
-                else extra[a.kind] if a.kind in extra else self._arrays[a.name]
+                else extra[a.kind] if a.kind in extra else arrays[a.name]
                 for a in captured.arguments]
         replicas = self._options.replication_factor
         # IEEE results as the device gives them (inf, nan), without NumPy's warnings;
@@ -439,10 +424,9 @@ class PoplarExecutor:
             if name in self._frozen:
                 continue
             value = np.asarray(value)
-            if self._options.broadcast_buffers and value.ndim > self._arrays[name].ndim:
+            if self._options.broadcast_buffers and value.ndim > arrays[name].ndim:
                 value = value[0]  # broadcast replica 0's buffers to every replica
-            self._arrays[name] = value
-            self._buffers_dirty = True
+            self._device_weights.store_buffer(name, value)
         ranks = program.result_ranks[n_mut:]
         return [r if n_mut + i in program.summed  # reduced over replicas already
                 else batches.per_replica(np.asarray(r), rank, replicas)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from torch.utils import _pytree as pytree
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
-from poptorch._compiler.optimizer_program import GLOBAL, describe
+from poptorch._compiler.optimizer_program import GLOBAL, OptimizerSpec, describe
 from poptorch._executor import batches, figures, trainers
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.executor import PoplarExecutor
@@ -38,18 +39,48 @@ from poptorch.options import Options
 from poptorch.runtime.jit.program import Program, compile_module
 
 
-class TrainingExecutor(PoplarExecutor):
-    """A model wrapped by `trainingModel`."""
+@dataclass
+class OptimizerPrograms:
+    """A trainer's compiled optimizer (`_compile_extra`): what it compiled from, and
+    the programs the training step runs beyond the model's own."""
 
-    _summed: frozenset[str] = frozenset()  # gradients `_summing` reduces over replicas
-    _summing: Program | None = None  # the step's program when it does
+    spec: OptimizerSpec  # the optimizer's description (`optimizer_program.describe`)
+    step: Program  # `@optimizer_step`: the weights' update
+    reduce: Program  # `@reduce_gradients`: the gradients not in `summed`
+    text: str  # the MLIR module of both
+    update_cycles: dict[str | None, int]  # the machine model's cycles of `step`
+    summed: frozenset[str]  # gradients `summing` returns reduced over replicas
+    summing: Program | None  # the model's program doing so (None: it sums none)
+
+
+@dataclass
+class OptimizerState:
+    """A trainer's optimizer state on the device, which calls change (and a failed call
+    puts back: `copy`)."""
+
+    arrays: dict[tuple[str, str], np.ndarray]  # (weight name or GLOBAL, slot) -> array
+    hyper: list[np.ndarray]  # the variable hyper-parameters' values (setOptimizer)
+    auto_scale: float  # the automatic loss scale (setAutomaticLossScaling)
+    good_steps: int = 0  # steps since the loss scale last changed
+
+    def copy(self) -> OptimizerState:
+        """A copy a call does not change (it replaces arrays, never writes into them)."""
+        return replace(self, arrays=dict(self.arrays))
+
+
+class TrainingExecutor(PoplarExecutor):
+    """A model wrapped by `trainingModel`.
+
+    Beyond inference's state: the optimizer's programs (`_programs`) and its device state
+    (`_optimizer_state`), both None until compiled and after destroy()."""
 
     def __init__(self, model: torch.nn.Module, options: Options | None,
                  optimizer: torch.optim.Optimizer | None) -> None:
         super().__init__(model, options, training=True)
         self._model.train()
         self._optimizer = optimizer or torch.optim.SGD(model.parameters(), lr=0.01)
-        self._weights_dirty = False
+        self._programs: OptimizerPrograms | None = None
+        self._optimizer_state: OptimizerState | None = None
         trainers.register(model, self)
 
     def _accumulation(self) -> int:
@@ -63,60 +94,61 @@ class TrainingExecutor(PoplarExecutor):
 
     # ---- the optimizer ------------------------------------------------------------------
     def _compile_extra(self) -> None:
-        self._spec = describe(self._optimizer)
-        self._check_grouped_clipping()
+        spec = describe(self._optimizer)
+        self._check_grouped_clipping(spec)
         captured = self._compiled.captured
         groups = self._param_groups()
+        arrays = self._device_weights.arrays
         with make_context() as context, ir.Location.unknown():
             params = []
             for name in captured.trainable:
                 host = self._model.get_parameter(name)
-                array = self._arrays[name][0] if name in self._groupings else self._arrays[name]
+                array = arrays[name][0] if name in self._groupings else arrays[name]
                 params.append((name, groups.get(id(host), 0), _tensor_type(array)))
             module = ir.Module.create()
-            self._spec.emit(module, params)
-            self._update_cycles = figures.optimizer_cycles(
+            spec.emit(module, params)
+            update_cycles = figures.optimizer_cycles(
                 symbol_table(module.operation)["optimizer_step"],
                 [name for name, _, _ in params],
                 self._figures.machine)
-            self._summed = self._compile_summing()
+            summed, summing = self._compile_summing()
             self._emit_reduce(module, [(name, t) for name, _, t in params
-                                       if name not in self._summed])
-            self._optimizer_step = compile_module(module, "optimizer_step")
-            self._reduce = compile_module(module, "reduce_gradients")
-            self._optimizer_text = str(module)
+                                       if name not in summed])
+            self._programs = OptimizerPrograms(
+                spec, compile_module(module, "optimizer_step"),
+                compile_module(module, "reduce_gradients"), str(module), update_cycles,
+                summed, summing)
         del context
-        weights = {name: grouping.per_group(self._groupings, name, self._arrays[name])
+        weights = {name: grouping.per_group(self._groupings, name, arrays[name])
                    for name in captured.trainable}
-        self._state = self._spec.initial_state(weights, self._optimizer, self._parameters())
-        self._hyper = self._spec.hyper_values(self._optimizer)
+        self._optimizer_state = OptimizerState(
+            spec.initial_state(weights, self._optimizer, self._parameters()),
+            spec.hyper_values(self._optimizer),
+            spec.loss_scaling(self._optimizer))  # the automatic loss scale starts there
         self._link_optimizer(self._optimizer)
-        self._auto_scale = self._spec.loss_scaling(self._optimizer)  # automatic loss scaling
-        self._good_steps = 0
 
-    def _compile_summing(self) -> frozenset[str]:
-        """The gradients the step's program returns already reduced over replicas: with
-        several replicas, those of weights that are not replica-grouped, summed by the
-        JIT where they are made (a weight gradient's matmul and its all-reduce become one
-        gemm over every replica's rows) in `_summing`, so they skip `@reduce_gradients`.
-        The simulated all-reduce is unchanged (`_step_end`)."""
+    def _compile_summing(self) -> tuple[frozenset[str], Program | None]:
+        """The gradients the step's program returns already reduced over replicas, and
+        that program: with several replicas, those of weights that are not
+        replica-grouped, summed by the JIT where they are made (a weight gradient's
+        matmul and its all-reduce become one gemm over every replica's rows), so they
+        skip `@reduce_gradients`. The simulated all-reduce is unchanged (`_step_end`)."""
         replicas = self._options.replication_factor
         captured = self._compiled.captured
         summed = frozenset(name for name in captured.trainable if name not in self._groupings)
         if replicas == 1 or not summed:
-            self._summing = None
-            return frozenset()
+            return frozenset(), None
         first = len(captured.results) - len(captured.trainable)
         reduction = "mean" if self._mean() else "sum"
         with self._compiled.context:
-            self._summing = compile_module(
+            summing = compile_module(
                 self._compiled.module, "main",
                 {first + index: reduction for index, name in enumerate(captured.trainable)
                  if name in summed}, replicas)
-        return summed
+        return summed, summing
 
     def _main_program(self) -> Program:
-        return self._summing or self._compiled.program
+        return self._programs.summing or self._compiled.program
 
     def _param_groups(self) -> dict[int, int]:
         """id(parameter) -> index of its param group in the optimizer."""
@@ -134,13 +166,13 @@ class TrainingExecutor(PoplarExecutor):
             return figures.epilogue_of(compiled.module, compiled.captured,
                                              compiled.memory, self._figures.machine,
                                              self._options.replication_factor,
-                                             self._update_cycles)
+                                             self._programs.update_cycles)
 
-    def _check_grouped_clipping(self) -> None:
+    def _check_grouped_clipping(self, spec: OptimizerSpec) -> None:
         """max_grad_norm scales every gradient by one norm over all of them; with
         replica-grouped weights that norm differs between groups, which the shared
         weights' single update cannot follow."""
-        if self._groupings and self._spec.constants.get((GLOBAL, "max_grad_norm")) != math.inf:
+        if self._groupings and spec.constants.get((GLOBAL, "max_grad_norm")) != math.inf:
             names = ", ".join(self._groupings)
             raise Error(f"max_grad_norm is not supported with replica-grouped weights "
                         f"({names}): the gradient norm would differ between replica groups; "
@@ -181,8 +213,8 @@ class TrainingExecutor(PoplarExecutor):
         """Apply the optimizer's new variable hyper-parameters without recompiling."""
         self._check_alive()
         if self._compiled is not None:
-            self._spec.check_constants(optimizer)
-            self._hyper = self._spec.hyper_values(optimizer)
+            self._programs.spec.check_constants(optimizer)
+            self._optimizer_state.hyper = self._programs.spec.hyper_values(optimizer)
             self._link_optimizer(optimizer)
         self._optimizer = optimizer
 
@@ -190,28 +222,23 @@ class TrainingExecutor(PoplarExecutor):
     def _snapshot(self) -> dict[str, Any]:
         """Beyond inference's: the optimizer and automatic loss-scaling state (the
         optimizer step replaces its arrays too)."""
-        return {**super()._snapshot(), "state": dict(self._state),
-                "scaling": (self._auto_scale, self._good_steps), "dirty": self._weights_dirty}
+        return {**super()._snapshot(), "optimizer": self._optimizer_state.copy()}
 
     def _restore(self, saved: dict[str, Any]) -> None:
         super()._restore(saved)
-        self._state = saved["state"]
-        self._auto_scale, self._good_steps = saved["scaling"]
-        self._weights_dirty = saved["dirty"]
+        self._optimizer_state = saved["optimizer"]
 
     def _release(self) -> None:
         """destroy(): the optimizer's state goes to the host optimizer (as torch keeps
         it), which no longer reads the device; the optimizer's programs and state, and the
         model's link to this executor, are dropped."""
         link = getattr(self._optimizer, "_ipu_link", None)
-        if self._compiled is not None and link is not None and link._executor() is self:
+        if self._compiled is not None and link is not None and link.serves(self):
             state = link.state_dict()
             self._unlink_optimizer(self._optimizer)
             torch.optim.Optimizer.load_state_dict(self._optimizer, state)
         trainers.unregister(self._user_model, self)
-        for name in ("_optimizer_step", "_reduce", "_optimizer_text", "_state", "_hyper",
-                     "_spec", "_update_cycles", "_summed", "_summing"):
-            self.__dict__.pop(name, None)
+        self._programs = self._optimizer_state = None
         super()._release()
 
     # ---- running ------------------------------------------------------------------------
@@ -229,8 +256,9 @@ class TrainingExecutor(PoplarExecutor):
         return MeanReductionStrategy.Running if half else MeanReductionStrategy.Post
 
     def _loss_seed(self) -> np.ndarray:
-        scaling = self._auto_scale if self._options.Training.automatic_loss_scaling \
-            else self._spec.loss_scaling(self._optimizer)
+        scaling = self._optimizer_state.auto_scale \
+            if self._options.Training.automatic_loss_scaling \
+            else self._programs.spec.loss_scaling(self._optimizer)
         return np.full(self._compiled.captured.loss_shape, scaling, dtype=np.float32)
 
     # Automatic loss scaling (setAutomaticLossScaling): a dynamic scale that halves on a
@@ -240,17 +268,18 @@ class TrainingExecutor(PoplarExecutor):
     def _rescale(self, grads: list[np.ndarray]) -> bool:
         """Check the scaled gradients; bring them to the optimizer's own loss scaling (which
         its program divides by) in place. False when they overflowed."""
+        state = self._optimizer_state
         if not all(np.isfinite(g).all() for g in grads):
-            self._auto_scale /= 2
-            self._good_steps = 0
+            state.auto_scale /= 2
+            state.good_steps = 0
             return False
-        factor = self._spec.loss_scaling(self._optimizer) / self._auto_scale
+        factor = self._programs.spec.loss_scaling(self._optimizer) / state.auto_scale
         for g in grads:
             g *= g.dtype.type(factor)
-        self._good_steps += 1
-        if self._good_steps >= self.GROWTH_INTERVAL:
-            self._auto_scale *= 2
-            self._good_steps = 0
+        state.good_steps += 1
+        if state.good_steps >= self.GROWTH_INTERVAL:
+            state.auto_scale *= 2
+            state.good_steps = 0
         return True
 
     def _parameters(self) -> dict[str, torch.Tensor]:
@@ -291,47 +320,36 @@ class TrainingExecutor(PoplarExecutor):
         """Reduce gradients over replicas and run the optimizer step. A replica-grouped
         weight steps as (groups, ...): each group's slice, gradient and state on its own."""
         names = self._compiled.captured.trainable
-        rest = [i for i, name in enumerate(names) if name not in self._summed]
+        programs = self._programs
+        rest = [i for i, name in enumerate(names) if name not in programs.summed]
         reduced = list(grads)  # summed by the step's program (`_compile_summing`)
         with np.errstate(all="ignore"):
-            for i, g in zip(rest, self._reduce.run(*(grads[i] for i in rest)), strict=True):
+            for i, g in zip(rest, programs.reduce.run(*(grads[i] for i in rest)), strict=True):
                 reduced[i] = (grouping.per_group(self._groupings, names[i], np.asarray(g))
                               if names[i] in self._groupings else np.array(np.asarray(g)[0]))
         if self._options.Training.automatic_loss_scaling and not self._rescale(reduced):
             return  # overflow: the step is skipped and the loss scale halved
-        layout = self._spec.state_layout()
+        layout = programs.spec.state_layout()
+        state = self._optimizer_state
+        arrays = self._device_weights.arrays
         with np.errstate(all="ignore"):
-            results = self._optimizer_step.run(
-                *(grouping.per_group(self._groupings, n, self._arrays[n]) for n in names), *reduced,
-                *(self._state[key] for key in layout), *self._hyper)
-        for name, value in zip(names, results[:len(names)], strict=True):
-            self._arrays[name] = grouping.per_replica(self._groupings, name, np.asarray(value))
+            results = programs.step.run(
+                *(grouping.per_group(self._groupings, n, arrays[n]) for n in names), *reduced,
+                *(state.arrays[key] for key in layout), *state.hyper)
+        self._device_weights.store_weights(
+            (name, grouping.per_replica(self._groupings, name, np.asarray(value)))
+            for name, value in zip(names, results[:len(names)], strict=True))
         for key, value in zip(layout, results[len(names):], strict=True):
-            self._state[key] = np.asarray(value)
-        self._weights_dirty = True
+            state.arrays[key] = np.asarray(value)
 
     # ---- weights ------------------------------------------------------------------------
-    def copyWeightsToHost(self) -> None:  # noqa: N802
-        """Write the device's weights and buffers into the host model (replica-grouped
-        parameters as their VariableRetrievalMode asks, see
-        `replica_grouping.write_to_host`). Nothing to do when detached: detaching copied
-        them."""
-        self._check_alive()
-        if self._compiled is None or not self._device.attached:
-            return
+    def _written_back(self):
+        """Beyond the replica-grouped parameters, copyWeightsToHost writes the trained
+        weights and mutated buffers (not the frozen ones), cast to the host's dtypes."""
         captured = self._compiled.captured
-        with torch.no_grad():
-            self._uploaded.update(grouping.write_to_host(self._model, self._groupings,
-                                                         self._arrays))
-            for name in [*captured.trainable, *captured.mutated_buffers]:
-                if name in self._frozen or name in self._groupings:
-                    continue
-                host = dict(self._user_params_and_buffers())[name]
-                value = self._arrays[name]
-                if value.ndim > host.dim():
-                    value = value[0]
-                host.copy_(torch.from_numpy(np.array(value)).to(host.dtype))
-        self._weights_dirty = self._buffers_dirty = False
+        return ((name, dict(self._user_params_and_buffers())[name])
+                for name in [*captured.trainable, *captured.mutated_buffers]
+                if name not in self._frozen and name not in self._groupings)
 
     def _user_params_and_buffers(self):
         # super() skips _SyncedModule's hook: no recursion into copyWeightsToHostIfNeeded
@@ -339,12 +357,21 @@ class TrainingExecutor(PoplarExecutor):
         yield from torch.nn.Module.named_parameters(model)
         yield from torch.nn.Module.named_buffers(model)
 
-    def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802
-        self._check_alive()
-        if self._compiled is not None and (self._weights_dirty or self._buffers_dirty):
-            self.copyWeightsToHost()
-            return True
-        return False
+    # ---- the optimizer's state_dict (`_OptimizerLink`) ----------------------------------
+    def _optimizer_state_dict(self) -> dict:
+        """torch's state dict of the optimizer, holding the device's state."""
+        return self._programs.spec.state_dict(self._optimizer, self._optimizer_state.arrays,
+                                              self._parameters())
+
+    def _load_optimizer_state_dict(self, state_dict: dict) -> None:
+        """Make `state_dict` (torch's) the device's optimizer state."""
+        spec = self._programs.spec
+        arrays = self._device_weights.arrays
+        weights = {name: grouping.per_group(self._groupings, name, arrays[name])
+                   for name in self._compiled.captured.trainable}
+        self._optimizer_state.arrays = spec.load_state_dict(
+            self._optimizer, state_dict, weights, self._parameters())
+        spec.check_constants(self._optimizer)
 
 
 class _OptimizerLink:
@@ -354,17 +381,14 @@ class _OptimizerLink:
     def __init__(self, executor: TrainingExecutor) -> None:
         self._executor = weakref.ref(executor)
 
+    def serves(self, executor: TrainingExecutor) -> bool:
+        return self._executor() is executor
+
     def state_dict(self) -> dict:
-        ex = self._executor()
-        return ex._spec.state_dict(ex._optimizer, ex._state, ex._parameters())
+        return self._executor()._optimizer_state_dict()
 
     def load_state_dict(self, state_dict: dict) -> None:
-        ex = self._executor()
-        weights = {name: grouping.per_group(ex._groupings, name, ex._arrays[name])
-                   for name in ex._compiled.captured.trainable}
-        ex._state = ex._spec.load_state_dict(ex._optimizer, state_dict, weights,
-                                             ex._parameters())
-        ex._spec.check_constants(ex._optimizer)
+        self._executor()._load_optimizer_state_dict(state_dict)
 
 
 def _tensor_type(array: np.ndarray) -> ir.RankedTensorType:

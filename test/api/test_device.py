@@ -288,15 +288,16 @@ def same(a, b):
 def test_destroy_releases_everything(optimizer_type, kwargs):
     model, optimizer, trainer = trained(optimizer_type, 50, **kwargs)
     state = optimizer.state_dict()  # the device's
-    weight = trainer._arrays["fc.weight"].copy()
+    weight = trainer._device_weights.arrays["fc.weight"].copy()
     compiled = weakref.ref(trainer._compiled)
     trainer.destroy()
     gc.collect()
     assert compiled() is None  # the program, its MLIR module and context
     assert not trainer.isCompiled() and not trainer.isAttachedToDevice()
-    assert trainer._arrays == {} and trainer._device.lease is None and trainer._random is None
+    assert trainer._device_weights.arrays == {} and trainer._device.lease is None
+    assert trainer._random is None
     assert trainer._figures.last_run is None and trainer._figures.report is None
-    assert not {"_state", "_spec", "_optimizer_step", "_reduce"} & trainer.__dict__.keys()
+    assert trainer._programs is None and trainer._optimizer_state is None
     assert not trainers.is_registered(model)
     assert getattr(optimizer, "_ipu_link", None) is None and "state_dict" not in vars(optimizer)
     assert same(optimizer.state_dict(), state)  # the device's state is the host's now
@@ -369,9 +370,9 @@ def test_a_detached_model():
 def test_a_detached_trainer_keeps_its_optimizer_state():
     model, optimizer, trainer = trained(torch.optim.SGD, 53, momentum=0.9)
     state = optimizer.state_dict()
-    weight = trainer._arrays["fc.weight"].copy()
+    weight = trainer._device_weights.arrays["fc.weight"].copy()
     trainer.detachFromDevice()  # copies the trained weights to the host
     assert torch.equal(model.fc.weight.detach(), torch.from_numpy(weight))
     trainer.attachToDevice()
     assert same(optimizer.state_dict(), state)
-    assert (trainer._arrays["fc.weight"] == weight).all()
+    assert (trainer._device_weights.arrays["fc.weight"] == weight).all()

@@ -141,13 +141,13 @@ def test_calls_replace_device_arrays():
     trainer = poptorch.trainingModel(model, opts, poptorch.optim.Adam(model.parameters()))
     x, y = torch.randn(8, 6), torch.randn(8, 2)
     trainer(x, y)
-    device, state = dict(trainer._arrays), dict(trainer._state)
+    device, state = dict(trainer._device_weights.arrays), dict(trainer._optimizer_state.arrays)
     copies = copy.deepcopy((device, state))
     trainer(x, y)
     for before, after in zip((device, state), copies, strict=True):
         for key, value in before.items():
             np.testing.assert_array_equal(value, after[key])
-    assert not all(trainer._arrays[k] is v for k, v in device.items())
+    assert not all(trainer._device_weights.arrays[k] is v for k, v in device.items())
 
 
 class Add(torch.nn.Module):

@@ -322,10 +322,10 @@ def test_automatic_loss_scaling():
 
     _, plain = train(False)
     ipu, auto = train(True)  # grows the scale every 20 good steps, same trajectory
-    assert ipu._auto_scale == 2.0
+    assert ipu._optimizer_state.auto_scale == 2.0
     for p, q in zip(auto, plain, strict=True):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
     # gradients above 1 overflow float32 at this scale: steps are skipped, the scale halves
     ipu, weights = train(True, scaling=2.0 ** 127, steps=3, targets=100.0)
-    assert ipu._auto_scale < 2.0 ** 127
+    assert ipu._optimizer_state.auto_scale < 2.0 ** 127
     assert all(torch.isfinite(w).all() for w in weights)

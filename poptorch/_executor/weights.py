@@ -1,0 +1,103 @@
+"""The device's copies of a wrapped model's weights and buffers (spec 4.2.3, 4.5).
+
+`DeviceWeights` is the collaborator PoplarExecutor holds for them
+(`executor._device_weights`): the NumPy array of each weight and buffer on the device
+(a replica-grouped weight's as (replicas, ...), `replica_grouping.device_array`), the
+host tensor each was uploaded from (its identity and `_version`, which is PopTorch's
+implicit weight sync) and whether the device changed buffers, or the optimizer changed
+weights, that the host has not seen. The executor says which host tensors are the
+weights and when to upload, sync or write back; calls replace arrays, never write into
+them, so a copy of the dict is a snapshot of the device state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import torch
+
+from poptorch._executor import replica_grouping as grouping
+
+
+class DeviceWeights:
+    """The device arrays of a model's weights and buffers (`arrays`, read by the program
+    calls; replaced through `store_buffer` / `store_weights`) and their host tensors."""
+
+    def __init__(self) -> None:
+        # weight or buffer name -> its device array
+        self.arrays: dict[str, np.ndarray] = {}
+        # name -> the host tensor's (id, _version) when it was uploaded or written back
+        self._uploaded: dict[str, tuple[int, int]] = {}
+        self.buffers_dirty = False  # the device changed buffers the host has not seen
+        self.weights_dirty = False  # the optimizer changed weights the host has not seen
+
+    @property
+    def dirty(self) -> bool:
+        """The device holds weights or buffers newer than the host's."""
+        return self.buffers_dirty or self.weights_dirty
+
+    def clear(self) -> None:
+        """Drop every device array (a new program, or destroy())."""
+        self.arrays.clear()
+        self._uploaded.clear()
+
+    def _put(self, name: str, tensor: torch.Tensor,
+             groupings: Mapping[str, grouping.ReplicaGrouping]) -> None:
+        """Put a host weight on the device; a replica-grouped one as (replicas, ...)."""
+        self.arrays[name] = grouping.device_array(tensor, groupings.get(name))
+        self._uploaded[name] = (id(tensor), tensor._version)
+
+    def upload(self, hosts: Iterable[tuple[str, torch.Tensor]],
+               groupings: Mapping[str, grouping.ReplicaGrouping]) -> None:
+        """Upload every (name, host tensor) of `hosts`; the device's buffers are the
+        host's again."""
+        for name, tensor in hosts:
+            self._put(name, tensor, groupings)
+        self.buffers_dirty = False
+
+    def sync(self, hosts: Iterable[tuple[str, torch.Tensor]],
+             groupings: Mapping[str, grouping.ReplicaGrouping]) -> None:
+        """Implicit sync: re-upload the host tensors changed (replaced, or written in
+        place) since they were last uploaded or written back."""
+        for name, tensor in hosts:
+            if self._uploaded.get(name) != (id(tensor), tensor._version):
+                self._put(name, tensor, groupings)
+
+    def store_buffer(self, name: str, value: np.ndarray) -> None:
+        """A buffer the program updated."""
+        self.arrays[name] = value
+        self.buffers_dirty = True
+
+    def store_weights(self, values: Iterable[tuple[str, np.ndarray]]) -> None:
+        """The weights an optimizer step updated."""
+        for name, value in values:
+            self.arrays[name] = value
+        self.weights_dirty = True
+
+    def write_to_host(self, model: torch.nn.Module,
+                      groupings: Mapping[str, grouping.ReplicaGrouping],
+                      hosts: Iterable[tuple[str, torch.Tensor]]) -> None:
+        """Write the device arrays into the host: the replica-grouped parameters of
+        `model` as their VariableRetrievalMode asks (`replica_grouping.write_to_host`),
+        then each (name, host tensor) of `hosts` (replica 0's value of a per-replica
+        array). The host is then up to date."""
+        with torch.no_grad():
+            self._uploaded.update(grouping.write_to_host(model, groupings, self.arrays))
+            for name, host in hosts:
+                value = self.arrays[name]
+                if value.ndim > host.dim():  # per-replica buffers: replica 0's
+                    value = value[0]
+                host.copy_(torch.from_numpy(np.array(value)).to(host.dtype))
+                self._uploaded[name] = (id(host), host._version)
+        self.buffers_dirty = self.weights_dirty = False
+
+    def snapshot(self) -> tuple[dict[str, np.ndarray], bool, bool]:
+        """What a call changes: the arrays (a copy of the dict is enough, see the module)
+        and the dirty flags."""
+        return dict(self.arrays), self.buffers_dirty, self.weights_dirty
+
+    def restore(self, saved: tuple[dict[str, np.ndarray], bool, bool]) -> None:
+        arrays, self.buffers_dirty, self.weights_dirty = saved
+        self.arrays.clear()
+        self.arrays.update(arrays)
