@@ -138,10 +138,8 @@ class Fingerprint:
         if isinstance(value, torch.Tensor) and id(value) in self._weights:
             self.tensor_meta(value)
         elif isinstance(value, torch.Tensor):
-            data = value.detach().cpu().contiguous()
             self.add("tensor", value.dtype, tuple(value.shape), value.requires_grad,
-                     hashlib.sha256(data.view(torch.uint8).numpy().tobytes()
-                                    if data.numel() else b"").digest())
+                     hashlib.sha256(_tensor_bytes(value)).digest())
         elif isinstance(value, np.ndarray | np.generic):
             array = np.ascontiguousarray(value)
             if array.dtype.hasobject:
@@ -255,6 +253,20 @@ class Fingerprint:
                     if attribute in vars(value):
                         self.add("module attr", attribute)
                         self.value(vars(value)[attribute], depth + 1)
+
+
+def _tensor_bytes(tensor: torch.Tensor) -> bytes:
+    """The bytes of `tensor`'s elements in row-major order, whatever its shape (0-dim
+    too), strides, or conjugate/negative bits; Opaque when they cannot be read (sparse,
+    quantized, meta tensors, ...)."""
+    try:
+        flat = torch.empty(tensor.numel(), dtype=tensor.dtype)
+        flat.copy_(tensor.detach().cpu().reshape(-1))
+        return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+    except (RuntimeError, TypeError, ValueError, NotImplementedError) as err:
+        first_line = (str(err).splitlines() or [""])[0]
+        raise Opaque(f"it holds a {tensor.dtype} tensor whose data cannot be read "
+                     f"({type(err).__name__}: {first_line})") from None
 
 
 def key_of(training: bool, options: Options, groupings: Mapping[str, Any],

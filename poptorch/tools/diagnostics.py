@@ -35,37 +35,60 @@ def downcast(loc: ir.Location) -> ir.Location:
     return ir.Location.from_attr(loc.attr) if type(loc) is ir.Location else loc
 
 
+def _children(loc: ir.Location) -> list[ir.Location]:
+    """The locations `loc` is made of, in the order MLIR looks for a file location."""
+    if isinstance(loc, ir.NameLoc):
+        return [loc.child_loc]
+    if isinstance(loc, ir.CallSiteLoc):
+        return [loc.callee, loc.caller]
+    if isinstance(loc, ir.FusedLoc):
+        return list(loc.locations)
+    return []
+
+
+# Locations nest as deep as the input does (ipu-opt accepts up to nesting.MAX_DEPTH),
+# deeper than Python's recursion limit: both walks below keep their own stack.
+
 def file_location(loc: ir.Location) -> ir.FileLineColLoc | None:
     """The file location MLIR would show for `loc` (callee first, fused in order)."""
-    loc = downcast(loc)
-    if isinstance(loc, ir.FileLineColLoc):
-        return loc
-    if isinstance(loc, ir.NameLoc):
-        return file_location(loc.child_loc)
-    if isinstance(loc, ir.CallSiteLoc):
-        return file_location(loc.callee) or file_location(loc.caller)
-    if isinstance(loc, ir.FusedLoc):
-        for inner in loc.locations:
-            if (found := file_location(inner)) is not None:
-                return found
+    todo = [loc]
+    while todo:
+        loc = downcast(todo.pop())
+        if isinstance(loc, ir.FileLineColLoc):
+            return loc
+        todo.extend(reversed(_children(loc)))
     return None
 
 
 def relocate(loc: ir.Location, filename: str) -> ir.Location:
     """`loc` with every file location in the parsed-text file "-" renamed to `filename`."""
-    loc = downcast(loc)
+    todo: list[tuple[ir.Location, bool]] = [(downcast(loc), False)]
+    done: list[ir.Location] = []  # rebuilt locations, children before their parent
+    while todo:
+        loc, children_done = todo.pop()
+        children = _children(loc)
+        if children and not children_done:
+            todo.append((loc, True))
+            todo.extend((downcast(c), False) for c in reversed(children))
+            continue
+        parts = done[len(done) - len(children):]
+        del done[len(done) - len(children):]
+        done.append(_rebuild(loc, parts, filename))
+    return done[0]
+
+
+def _rebuild(loc: ir.Location, parts: list[ir.Location], filename: str) -> ir.Location:
+    """`loc` made of the relocated `parts` (its `_children`)."""
     if isinstance(loc, ir.FileLineColLoc):
         if loc.filename != PARSED_NAME:
             return loc
         return ir.Location.file(filename, loc.start_line, loc.start_col)
     if isinstance(loc, ir.NameLoc):
-        return ir.Location.name(loc.name_str, relocate(loc.child_loc, filename))
+        return ir.Location.name(loc.name_str, parts[0])
     if isinstance(loc, ir.CallSiteLoc):
-        return ir.Location.callsite(relocate(loc.callee, filename),
-                                    [relocate(loc.caller, filename)])
+        return ir.Location.callsite(parts[0], [parts[1]])
     if isinstance(loc, ir.FusedLoc):
-        return ir.Location.fused([relocate(inner, filename) for inner in loc.locations],
-                                 metadata=loc.metadata)
+        return ir.Location.fused(parts, metadata=loc.metadata)
     return loc
 
 

@@ -35,7 +35,8 @@ from poptorch.passes import (
 )
 from poptorch.passes.pipeline import add_textual
 from poptorch.tools.diagnostics import Collector, relocate_module
-from poptorch.tools.verify_diagnostics import format_diagnostic, verify
+from poptorch.tools.nesting import find_too_deep
+from poptorch.tools.verify_diagnostics import Diagnostic, format_diagnostic, verify
 
 SPLIT_MARKER = "// -----"
 PROG = "ipu-opt"
@@ -188,7 +189,13 @@ def process_chunk(chunk: Chunk, filename: str, args: argparse.Namespace,
     context.allow_unregistered_dialects = args.allow_unregistered_dialect
     collector = Collector(context, filename, op_notes=not args.verify_diagnostics)
     output = None
+    too_deep = find_too_deep(chunk.text)  # before MLIR's parser can overflow its stack
     with context, collector.warnings():
+        if too_deep is not None:
+            collector.diagnostics.append(Diagnostic(
+                "error", too_deep.message, filename, chunk.first_line + too_deep.line - 1,
+                too_deep.col))
+            return _finish(chunk, filename, args, collector, None)
         try:
             module = ir.Module.parse("\n" * (chunk.first_line - 1) + chunk.text)
         except ir.MLIRError as err:
@@ -207,6 +214,12 @@ def process_chunk(chunk: Chunk, filename: str, args: argparse.Namespace,
                 output = module.operation.get_asm(
                     enable_debug_info=args.mlir_print_debuginfo,
                     print_generic_op_form=args.mlir_print_op_generic)
+    return _finish(chunk, filename, args, collector, output)
+
+
+def _finish(chunk: Chunk, filename: str, args: argparse.Namespace, collector: Collector,
+            output: str | None) -> tuple[str | None, list[str], bool]:
+    """process_chunk's result: checked against expectations or formatted."""
     if args.verify_diagnostics:
         failures = verify(chunk.text, filename, chunk.first_line, collector.diagnostics)
         return output, failures, bool(failures)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import poptorch
-from poptorch._compiler import executable_file
+from poptorch._compiler import cache, executable_file
 from poptorch._frontend import capture
 from poptorch.dialects import make_context
 
@@ -199,6 +199,64 @@ def test_environment_variable_enables_the_cache(tmp_path, monkeypatch):
 def test_model_without_visible_state_is_compiled_without_cache(tmp_path, capsys):
     model = Net()
     model.lock = __import__("threading").Lock()  # no Python-visible state
+    poptorch.inferenceModel(model, _opts(tmp_path)).compile(torch.randn(4, 8))
+    assert _entries(tmp_path) == []
+    assert "executable cache not used: the model cannot be fingerprinted" in \
+        capsys.readouterr().out
+
+
+OFFSET = torch.tensor(0.5)  # a 0-dim tensor global, read by ScalarNet's forward
+
+
+class ScalarNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x) + OFFSET
+
+
+def test_zero_dim_tensor_global_is_hashed_by_value(tmp_path, monkeypatch, capsys):
+    """A 0-dim tensor named in forward's code is hashed by its value (it used to crash
+    the key with a raw RuntimeError): the same value hits, another value misses."""
+    x = torch.randn(4, 8)
+    model = ScalarNet()
+    first = poptorch.inferenceModel(model, _opts(tmp_path))(x)
+    torch.testing.assert_close(first, model(x), rtol=1e-5, atol=1e-5)
+    assert len(_entries(tmp_path)) == 1
+    capsys.readouterr()
+    second = poptorch.inferenceModel(model, _opts(tmp_path))(x)
+    torch.testing.assert_close(second, first, rtol=0, atol=0)
+    assert "executable cache hit" in capsys.readouterr().out
+    monkeypatch.setitem(globals(), "OFFSET", torch.tensor(1.5))
+    third = poptorch.inferenceModel(model, _opts(tmp_path))(x)
+    torch.testing.assert_close(third, first + 1.0, rtol=1e-5, atol=1e-5)
+    assert len(_entries(tmp_path)) == 2
+
+
+@pytest.mark.parametrize("tensor", [
+    torch.tensor(3.0), torch.tensor(True), torch.tensor([1, 2])[::2], torch.zeros(2, 3).t(),
+    torch.tensor(1 + 2j).conj(), torch.tensor(2.0, dtype=torch.bfloat16), torch.zeros(0, 3),
+], ids=["0-dim", "bool", "strided", "transposed", "conj", "bfloat16", "empty"])
+def test_fingerprint_hashes_any_dense_tensor_by_value(tensor):
+    def digest(value):
+        fp = cache.Fingerprint()
+        fp.value(value)
+        return fp.hexdigest()
+
+    assert digest(tensor) == digest(tensor.clone().contiguous())
+    if tensor.numel():
+        assert digest(tensor) != digest(tensor + 1)
+
+
+def test_unreadable_tensor_falls_back_to_compiling_without_cache(tmp_path, capsys):
+    """A tensor whose data cannot be read makes the model opaque to the key: compiled
+    without the cache, as the README promises, never a raw exception."""
+    with pytest.raises(cache.Opaque, match="cannot be read"):
+        cache.Fingerprint().value(torch.empty(2, device="meta"))
+    model = Net()
+    model.extra = [torch.empty(2, device="meta")]  # state the forward does not use
     poptorch.inferenceModel(model, _opts(tmp_path)).compile(torch.randn(4, 8))
     assert _entries(tmp_path) == []
     assert "executable cache not used: the model cannot be fingerprinted" in \
