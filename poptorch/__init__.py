@@ -46,6 +46,9 @@ _LAZY = {
     "ipuHardwareVersion": "poptorch._executor.hardware",
     "setLogLevel": "poptorch._logging",
     "load": "poptorch._api",
+    "registerPreCompileHook": "poptorch._executor.user_api",
+    "registerPostCompileHook": "poptorch._executor.user_api",
+    "module_repr": "poptorch._executor.user_api",
 }
 
 

@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 
 from poptorch import _logging
 from poptorch._compiler import cache, driver
-from poptorch._executor import batches, persistence
+from poptorch._executor import batches, persistence, user_api
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.device import DeviceLease
 from poptorch._executor.figures import MachineFigures
@@ -43,7 +43,7 @@ from poptorch.runtime.machine.memory import MemoryEstimate
 from poptorch.runtime.machine.timeline import Timeline
 
 
-class PoplarExecutor:
+class PoplarExecutor(user_api.ExecutorExtras):
     """A model wrapped by `inferenceModel` (`TrainingExecutor` for `trainingModel`).
 
     Its state is here; it holds three collaborators with their own: `_device`, the
@@ -74,6 +74,7 @@ class PoplarExecutor:
         self._device = DeviceLease()
         self._device_weights = DeviceWeights()
         self._figures = MachineFigures()
+        self._anchors = user_api.Anchors()  # Options.anchorTensor's values
         # parameter name -> (CommGroupType, shards, VariableRetrievalMode), as PopTorch
         # names it; filled by `param.replicaGrouping(...)` (spec 4.4.3)
         self.per_replica_params: dict[str, tuple] = {}
@@ -139,6 +140,7 @@ class PoplarExecutor:
         self._compile(capture.flatten_inputs(args, kwargs), args, kwargs)
 
     def _compile(self, flat_and_spec, args, kwargs) -> None:
+        user_api.run_hooks(pre=True)  # registerPreCompileHook's
         opts = self._options
         batches.check_options(opts, self._steps())
         self._groupings = grouping.resolve(self)
@@ -164,7 +166,8 @@ class PoplarExecutor:
                 if compiled is None:
                     progress.start("capture")
                     capture_start = time.perf_counter()
-                    captured = self._capture(narrowed(model), m_args, m_kwargs)
+                    with user_api.forward_keeps_buffers(model):
+                        captured = self._capture(narrowed(model), m_args, m_kwargs)
                     captured_at = time.perf_counter()
                     progress.done()
                     compiled = driver.compile_captured(
@@ -191,6 +194,7 @@ class PoplarExecutor:
         _logging.logger.info("compiled the %s model in %.2f s", self._name(),
                              time.perf_counter() - start)
         self._connect()
+        user_api.run_hooks(pre=False)  # registerPostCompileHook's
 
     def _install(self, compiled: driver.Compiled, in_spec, input_meta: list,
                  progress: _logging.CompileProgress | None = None) -> None:
@@ -200,6 +204,7 @@ class PoplarExecutor:
         opts = self._options
         self._compiled = compiled
         try:
+            self._check_buffers_and_anchors(compiled.captured)
             if progress:
                 progress.start("machine model")
             self._figures.estimate(compiled, opts, self._training, self._optimizer_slots())
@@ -305,8 +310,7 @@ class PoplarExecutor:
         if self._compiled is None:
             raise Error("the model must be compiled before its tensors have names",
                         type="executor")
-        return [a.name if a.kind != "input" else f"input{a.name}"
-                for a in self._compiled.captured.arguments]
+        return self._tensor_names(self._compiled.captured)  # with training's Gradient___
 
     # ---- the device (`DeviceLease`) ----------------------------------------------------
     def _model_ipus(self) -> int:
@@ -390,7 +394,8 @@ class PoplarExecutor:
                                   self._snapshot, self._restore)
         self._figures.ran(self._compiled, self._options,
                           "training" if self._training else "inference")
-        return result
+        self._anchors.finish(self._options, self._training)
+        return user_api.guard_outputs(result)
 
     def _before_run(self) -> None:
         """Inference: pick up host-side weight changes (and a trainer's new weights)."""
@@ -427,6 +432,7 @@ class PoplarExecutor:
             if self._options.broadcast_buffers and value.ndim > arrays[name].ndim:
                 value = value[0]  # broadcast replica 0's buffers to every replica
             self._device_weights.store_buffer(name, value)
+        self._record_anchors(captured.arguments, args)
         ranks = program.result_ranks[n_mut:]
         return [r if n_mut + i in program.summed  # reduced over replicas already
                 else batches.per_replica(np.asarray(r), rank, replicas)

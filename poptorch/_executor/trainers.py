@@ -22,6 +22,9 @@ class Trainer(Protocol):
     def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802 - PopTorch's name
         ...
 
+    def destroy(self) -> None:
+        ...
+
 
 # user model -> the training executor that owns its weights (at most one)
 _TRAINERS: weakref.WeakKeyDictionary[torch.nn.Module, weakref.ref[Trainer]] = \
@@ -49,16 +52,32 @@ class _SyncedModule:
         sync_trainers_to_host(self)
         return super().named_parameters(*args, **kwargs)
 
+    def named_buffers(self, *args, **kwargs):
+        sync_trainers_to_host(self)
+        return super().named_buffers(*args, **kwargs)
+
     def state_dict(self, *args, **kwargs):
         sync_trainers_to_host(self)
         return super().state_dict(*args, **kwargs)
+
+    def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802 - PopTorch's wrapped model's
+        """Copy the trainer's newer weights to this model; True if there were any."""
+        trainer = trainer_of(self)
+        return trainer.copyWeightsToHostIfNeeded() if trainer is not None else False
+
+    def destroy(self) -> None:
+        """Destroy the training model wrapping this model (PopTorch's wrapped model has
+        it): release its IPUs and executable, after copying its weights here."""
+        trainer = trainer_of(self)
+        if trainer is not None:
+            trainer.destroy()
 
     def __getattr__(self, name):
         # `model.W` or `model.layer.weight` after training (the spec's replica-grouping
         # example reads its weight so): parameters and submodules are nn.Module's
         # __getattr__, so plain attributes stay as fast as ever
         value = super().__getattr__(name)
-        if isinstance(value, torch.nn.Parameter | torch.nn.Module):
+        if isinstance(value, torch.Tensor | torch.nn.Module):  # buffers too
             sync_trainers_to_host(self)
         return value
 

@@ -24,7 +24,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from poptorch._compiler.optimizer_program import GLOBAL, OptimizerSpec, describe
-from poptorch._executor import batches, figures, trainers
+from poptorch._executor import batches, figures, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.executor import PoplarExecutor
 from poptorch._frontend import joint
@@ -341,6 +341,9 @@ class TrainingExecutor(PoplarExecutor):
             for name, value in zip(names, results[:len(names)], strict=True))
         for key, value in zip(layout, results[len(names):], strict=True):
             state.arrays[key] = np.asarray(value)
+        self._record_anchors([], [], {  # Options.anchorTensor's gradients, updated weights
+            **{user_api.GRADIENT + n: g for n, g in zip(names, reduced, strict=True)},
+            **{user_api.UPDATED + n: arrays[n] for n in names}})
 
     # ---- weights ------------------------------------------------------------------------
     def _written_back(self):

@@ -56,6 +56,13 @@ class DeviceWeights:
             self._put(name, tensor, groupings)
         self.buffers_dirty = False
 
+    def upload_some(self, hosts: Iterable[tuple[str, torch.Tensor]],
+                    groupings: Mapping[str, grouping.ReplicaGrouping]) -> None:
+        """Upload some host tensors (copyNamedBuffersToDevice); the others, and whether
+        the device holds values the host has not seen, stay as they are."""
+        for name, tensor in hosts:
+            self._put(name, tensor, groupings)
+
     def sync(self, hosts: Iterable[tuple[str, torch.Tensor]],
              groupings: Mapping[str, grouping.ReplicaGrouping]) -> None:
         """Implicit sync: re-upload the host tensors changed (replaced, or written in

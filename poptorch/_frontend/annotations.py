@@ -99,6 +99,12 @@ class Block(contextlib.ContextDecorator):
         """Give blocks without a user_id the index of the block among such blocks."""
         _capture_state()["auto_id"] = True
 
+    @staticmethod
+    def start(user_id: str | None = None, ipu_id: int | str | None = None) -> None:
+        """Start block `user_id` here, inside the forward: it lasts until the next
+        Block.start or BeginBlock (PopTorch 3.x). Nothing on the CPU."""
+        _start(user_id, ipu_id)
+
     def __enter__(self) -> Block:
         self._context = fxtb.annotate(_entries(self.user_id, self.ipu_id))
         self._context.__enter__()
@@ -122,17 +128,21 @@ def BlockFunction(user_id: str | None = None, ipu_id: int | str | None = None): 
     return decorate
 
 
-def _begin(module: torch.nn.Module, args) -> None:
-    """Forward pre-hook of a BeginBlock module: the block starts here and lasts until the
-    next BeginBlock (or the end of the capture)."""
+def _start(user_id: str | None, ipu_id: int | str | None) -> None:
+    """The block starts here and lasts until the next BeginBlock or Block.start (or the
+    end of the capture)."""
     state = _capture_state()
     if not state["capturing"]:
         return  # running on the CPU: blocks mean nothing there
     if state["begin"] is not None:
         state["begin"].__exit__(None, None, None)
-    user_id, ipu_id = module._poptorch_block
     state["begin"] = fxtb.annotate(_entries(user_id, ipu_id))
     state["begin"].__enter__()
+
+
+def _begin(module: torch.nn.Module, args) -> None:
+    """Forward pre-hook of a BeginBlock module: the block starts here."""
+    _start(*module._poptorch_block)
 
 
 def BeginBlock(layer_to_call: torch.nn.Module, user_id: str | None = None,  # noqa: N802

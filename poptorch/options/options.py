@@ -150,6 +150,19 @@ class Options(OptionsGroup):
                                             broadcast_buffers)
         return self
 
+    def updatableNamedBuffers(self, buffers: list[str]) -> Options:  # noqa: N802
+        """The model's buffers (by name) that copyNamedBuffersToDevice() uploads, without
+        the other weights (PopTorch 3.x). A run-time setting here: the program is the same."""
+        if self._frozen:
+            raise Error("cannot change option updatableNamedBuffers: these options are frozen "
+                        "because a DataLoader uses them; change a copy made with "
+                        "options.clone() instead", type="options")
+        if not isinstance(buffers, list | tuple) or not all(isinstance(b, str) for b in buffers):
+            raise Error(f"updatableNamedBuffers: buffers must be a list of buffer names "
+                        f"(str), got {buffers!r}"[:200], type="options")
+        self._updatable_named_buffers = list(buffers)
+        return self
+
     def outputMode(self, output_mode: OutputMode,  # noqa: N802
                    output_return_period: int | None = None) -> Options:
         """Which results to return: All, Sum, Final, EveryN (with a period) or Default."""
