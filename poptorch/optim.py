@@ -58,6 +58,22 @@ class VariableAttributes:
         self._variable.add(attr)
 
 
+def check_max_grad_norm(value: Any, where: str) -> None:
+    """PopTorch refuses a NaN `max_grad_norm` ("Maximum norm of gradients cannot be NaN");
+    torch's `clip_grad_norm_` would silently turn every weight into NaN."""
+    try:
+        number = None if isinstance(value, bool | str) else float(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None:
+        raise Error(f"{where}: max_grad_norm must be a number (inf, the default, for no "
+                    f"clipping), got {value!r}", type="optimizer")
+    if math.isnan(number):
+        raise Error(f"{where}: max_grad_norm is NaN: Maximum norm of gradients cannot be NaN; "
+                    "use a positive number, or inf (the default) for no clipping",
+                    type="optimizer")
+
+
 class _IpuOptimizer:
     """What the PopTorch optimizers add to torch's: extras, variable attributes, state link."""
 
@@ -84,6 +100,8 @@ class _IpuOptimizer:
             if name.endswith("accum_type") and value not in ACCUM_TYPES:
                 raise Error(f"{type(self).__name__}: {name} must be torch.float16 or "
                             f"torch.float32, got {value}")
+            if name == "max_grad_norm":
+                check_max_grad_norm(value, type(self).__name__)
             setattr(self, name, value)
         for name, default in self.GROUP_EXTRAS.items():
             value = default if args.get(name) is None else args[name]

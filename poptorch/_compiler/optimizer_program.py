@@ -129,6 +129,8 @@ class OptimizerSpec:
                     raise Error(f"{name} is {g[name]} in param group {i} but {value} on the "
                                 f"optimizer: it must be set on the optimizer "
                                 f"(optimizer.{name} = ...), the same for every group")
+            if name == "max_grad_norm" and value is not None:
+                optim.check_max_grad_norm(value, type(optimizer).__name__)
             return float(_GLOBAL_HYPERS[name] if value is None else value)
         g = optimizer.param_groups[group]
         if name in ("beta1", "beta2"):
@@ -351,7 +353,11 @@ class _Emitter:
         return elementwise.BINARY_OPS[kind](lhs, rhs, lhs.type).result
 
     def grad_scale(self, grads: list[ir.Value]) -> ir.Value:
-        """1 / loss_scaling, times torch's clip_grad_norm_ factor when max_grad_norm is set."""
+        """1 / loss_scaling, times torch's clip_grad_norm_ factor when max_grad_norm is set:
+        max_grad_norm / (norm + 1e-6), at most 1, the norm taken over every weight's
+        accumulated, replica-reduced and un-scaled gradient. When every weight is
+        replica-grouped (alike), the gradients arrive with a group axis, which the
+        reductions keep: the factor is then one per group, each group's own norm."""
         spec = self.spec
         clips = bool(grads) and spec.constants.get((GLOBAL, "max_grad_norm")) != math.inf
         if (GLOBAL, "loss_scaling") in self.args or spec.constants[(GLOBAL, "loss_scaling")] != 1:

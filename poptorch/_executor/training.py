@@ -171,12 +171,19 @@ class TrainingExecutor(PoplarExecutor):
     def _check_grouped_clipping(self, spec: OptimizerSpec) -> None:
         """max_grad_norm scales every gradient by one norm over all of them; with
         replica-grouped weights that norm differs between groups, which the shared
-        weights' single update cannot follow."""
+        weights' single update cannot follow. When every trained weight has the same
+        grouping, each group trains a model of its own and clips by its own norm."""
         if self._groupings and spec.constants.get((GLOBAL, "max_grad_norm")) != math.inf:
+            trained = self._compiled.captured.trainable
+            layouts = {tuple(self._groupings[n].group_of()) for n in trained
+                       if n in self._groupings}
+            if all(name in self._groupings for name in trained) and len(layouts) == 1:
+                return
             names = ", ".join(self._groupings)
             raise Error(f"max_grad_norm is not supported with replica-grouped weights "
-                        f"({names}): the gradient norm would differ between replica groups; "
-                        "remove max_grad_norm or the replicaGrouping", type="optimizer")
+                        f"({names}) unless every trained weight has the same grouping: "
+                        "the gradient norm would differ between replica groups; remove "
+                        "max_grad_norm or group every weight alike", type="optimizer")
 
     def _emit_reduce(self, module: ir.Module,
                      params: list[tuple[str, ir.RankedTensorType]]) -> None:

@@ -3,7 +3,8 @@ rmsprop_step and lamb_step, step for step as torch.optim computes them.
 
 Arrays arrive without replica axes (the executor reduces gradients first); a
 replica-grouped weight arrives with a leading group axis, which the elementwise
-updates broadcast over and LAMB's norms keep (one trust ratio per group). Updates
+updates broadcast over and LAMB's norms keep (one trust ratio per group). The gradient
+scale is one number, or one per group when every weight is grouped and clipped. Updates
 compute in float32 and round each result back to its operand's dtype, so float16 state
 (PopTorch's accumulator types) is stored as float16. Scalar-only arithmetic (bias
 corrections, `1 - beta`) runs in double from the f32 hyper-parameters, as torch.optim
@@ -36,6 +37,14 @@ def _scalar(x: np.ndarray) -> float:
     return float(x)
 
 
+def _scale(grad_scale: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """The gradient scale as float32, shaped to multiply `g`. It is declared 0-d, but
+    when every weight is replica-grouped and clipped it carries one value per group
+    (the groups' own gradient norms): (groups,) then lines up with g's group axis."""
+    scale = _f32(grad_scale)
+    return scale.reshape(scale.shape + (1,) * (np.ndim(g) - scale.ndim)) if scale.ndim else scale
+
+
 def _like(value: np.ndarray, operand: np.ndarray) -> np.ndarray:
     """`value` in the dtype of the operand it replaces."""
     return np.asarray(value).astype(operand.dtype, copy=False)
@@ -56,8 +65,8 @@ def _decayed_grad(w: np.ndarray, g: np.ndarray, grad_scale: np.ndarray,
     x) with two passes over the arrays fewer."""
     w32 = _f32(w)
     g32 = _f32(g)
-    if _scalar(grad_scale) != 1:
-        g32 = g32 * _f32(grad_scale)
+    if np.any(grad_scale != 1):
+        g32 = g32 * _scale(grad_scale, g32)
     if _scalar(weight_decay) != 0:
         g32 = g32 + _f32(weight_decay) * w32
     return w32, g32
@@ -111,7 +120,7 @@ def adam_step(w, g, exp_avg, exp_avg_sq, step, grad_scale, lr, beta1, beta2, eps
               weight_decay, decoupled, bias_correction):
     t = float(step) + 1
     w32 = _f32(w)
-    g32 = _f32(g) * _f32(grad_scale)
+    g32 = _f32(g) * _scale(grad_scale, g)
     if decoupled:
         w32 = w32 * F32(1 - _scalar(lr) * _scalar(weight_decay))
     else:
@@ -160,7 +169,7 @@ def lamb_step(w, g, exp_avg, exp_avg_sq, step, grad_scale, lr, beta1, beta2, eps
               weight_decay, max_weight_norm, bias_correction, rank):
     t = float(step) + 1
     w32 = _f32(w)
-    g32 = _f32(g) * _f32(grad_scale)
+    g32 = _f32(g) * _scale(grad_scale, g)
     m = _f32(exp_avg) * _f32(beta1) + F32(1 - _scalar(beta1)) * g32
     v = _f32(exp_avg_sq) * _f32(beta2) + F32(1 - _scalar(beta2)) * g32 * g32
     bc1, bc2 = _bias_corrections(t, beta1, beta2, bias_correction)
