@@ -99,15 +99,17 @@ class PoplarExecutor(user_api.ExecutorExtras):
         return self._device.attached
 
     def __getattr__(self, name: str) -> Any:
-        # Model attributes read through the executor, as PopTorch allows.
-        # A parameter read this way is the device's latest, and groups on this executor
-        # (`pt_m.W.replicaGrouping`) even when another wrapper of the module attached
-        # the method last.
+        # Model attributes read through the executor, as PopTorch allows. Whatever is
+        # read this way (a parameter, a submodule, `named_parameters`, `state_dict`, a
+        # method of the user's module) sees the device's latest weights, and a parameter
+        # groups on this executor (`pt_m.W.replicaGrouping`) even when another wrapper of
+        # the module attached the method last.
         if name.startswith("_"):
             raise AttributeError(name)
+        if not self._destroyed:
+            self.copyWeightsToHostIfNeeded()
         value = getattr(self._model, name)
         if isinstance(value, torch.nn.Parameter) and not self._destroyed:
-            self.copyWeightsToHostIfNeeded()
             grouping.attach(self, name, value)
         return value
 
