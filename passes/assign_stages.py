@@ -17,7 +17,7 @@ from poptorch.dialects import stage_attr
 from poptorch.dialects.ipu import i64
 from poptorch.dialects.placement import NEUTRAL, producer
 
-from .registry import Option, Pass, register
+from .registry import ID, MAX_ID, Option, Pass, register
 
 
 def _block_of(op: ir.Operation) -> tuple[str, int | None] | None:
@@ -38,14 +38,19 @@ class AssignStages(Pass):
     argument = "ipu-assign-stages"
     description = "Give every op in a block its pipeline stage and IPU (#ipu.stage)"
     options = (
-        Option("stages", str, "", "Explicit stages as block=stage:ipu,... (poptorch.Stage)"),
+        Option("stages", str, "", "Explicit stages as block=stage:ipu,... (poptorch.Stage)",
+               item=rf"[^=,:{{}}\s]+={ID}(?::{ID}(?::{ID})?)?",
+               item_help="block=stage[:ipu[:phase]] items (e.g. A=0:0,B=1:1)",
+               item_max=MAX_ID),
         Option("auto-stage", str, "same-as-ipu",
                "Without stages: same-as-ipu or auto-increment (poptorch.AutoStage)"),
         Option("pipelined", bool, True, "Check that stage ids ascend (PipelinedExecution)"),
         Option("auto-round-num-ipus", bool, False,
                "Allow a number of IPUs that is not a power of two (autoRoundNumIPUs)"),
         Option("phase-ipus", str, "", "The IPUs of each Phase as phase=ipu/ipu,... "
-                                      "(Phase.ipus), checked against its stages"),
+                                      "(Phase.ipus), checked against its stages",
+               item=rf"{ID}={ID}(?:/{ID})*",
+               item_help="phase=ipu/ipu/... items (e.g. 0=0/1,1=2/3)", item_max=MAX_ID),
         Option("parallel-phased", bool, False,
                "Check ParallelPhasedExecution's rule: even phases on even IPUs"),
     )

@@ -15,7 +15,7 @@ import math
 import re
 import traceback
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from torch_mlir import ir
@@ -130,39 +130,11 @@ _TYPE_NAMES = {
     str: "a string",
 }
 
-# Accepted values of particular passes' options, given to them when they register:
-# - micro-batches: the schedule materialises one task per (stage call, micro-batch) and
-#   takes time and memory in proportion (measured: 4 stages, 10^5 micro-batches 1.6 s
-#   and 230 MB; 10^6 15 s and 1.3 GB; 10^20 never finished). 65536 keeps the worst real
-#   pipeline (about 32 stage calls in training) to about 10 s; PopTorch's own examples
-#   use at most a few thousand. Values below 1 are refused by the pass itself.
-# - stages / phase-ipus: lists as poptorch.Stage / Phase.ipus write them; stage, IPU and
-#   phase ids up to MAX_ID (the schedule keeps per-IPU state, so ids are not free).
-MAX_MICRO_BATCHES = 65536
+# Bounds the passes' own options use (see `Option`): stage, IPU and phase ids in option
+# lists go up to MAX_ID (the schedule keeps per-IPU state, so ids are not free); `ID` is
+# one id in an item pattern.
 MAX_ID = 65535
-_ID = r"[0-9]{1,9}"
-_OPTION_RULES: dict[tuple[str, str], dict[str, Any]] = {
-    ("ipu-schedule", "micro-batches"): {"maximum": MAX_MICRO_BATCHES},
-    ("ipu-assign-stages", "stages"): {
-        "item": rf"[^=,:{{}}\s]+={_ID}(?::{_ID}(?::{_ID})?)?",
-        "item_help": "block=stage[:ipu[:phase]] items (e.g. A=0:0,B=1:1)",
-        "item_max": MAX_ID},
-    ("ipu-assign-stages", "phase-ipus"): {
-        "item": rf"{_ID}={_ID}(?:/{_ID})*",
-        "item_help": "phase=ipu/ipu/... items (e.g. 0=0/1,1=2/3)",
-        "item_max": MAX_ID},
-}
-
-
-def _apply_rules(cls: type[Pass]) -> None:
-    """Give `cls`'s options their limits from `_OPTION_RULES`."""
-    options = []
-    for opt in cls.options:
-        rules = dict(_OPTION_RULES.get((cls.argument, opt.name), {}))
-        if opt.type is int and "maximum" in rules and opt.maximum is not None:
-            rules["maximum"] = min(rules["maximum"], opt.maximum)
-        options.append(replace(opt, **rules) if rules else opt)
-    cls.options = tuple(options)
+ID = r"[0-9]{1,9}"
 
 
 class PassError(Exception):
@@ -303,7 +275,6 @@ def register(cls: type[Pass]) -> type[Pass]:
         raise ValueError(f"pass argument '{cls.argument}' must start with 'ipu-'")
     if cls.argument in _REGISTRY:
         raise ValueError(f"pass '{cls.argument}' is registered twice")
-    _apply_rules(cls)
     _REGISTRY[cls.argument] = cls
     return cls
 

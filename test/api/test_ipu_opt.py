@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from poptorch.passes import PassOptionError, get_pass, parse_pipeline, registry
+from poptorch.passes import PassOptionError, get_pass, parse_pipeline, schedule
 from poptorch.tools import ipu_opt, nesting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -155,7 +155,7 @@ def test_fuzz_pass_option_text(text, argument):
     except PassOptionError as err:
         assert str(err).startswith(("option '", f"pass '{argument}'"))
     else:  # what was accepted is within bounds and prints back to the same options
-        assert getattr(instance, "micro_batches", 1) <= registry.MAX_MICRO_BATCHES
+        assert getattr(instance, "micro_batches", 1) <= schedule.MAX_MICRO_BATCHES
         assert cls.from_text(instance.option_text()[1:-1]).option_text() == \
             instance.option_text()
     assert time.perf_counter() - start < 1.0
