@@ -49,6 +49,8 @@ _LAZY = {
     "registerPreCompileHook": "poptorch._executor.user_api",
     "registerPostCompileHook": "poptorch._executor.user_api",
     "module_repr": "poptorch._executor.user_api",
+    "ICustomArgParser": "poptorch._frontend.arg_parsers",
+    "registerCustomArgParser": "poptorch._frontend.arg_parsers",
 }
 
 

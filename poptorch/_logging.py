@@ -4,8 +4,9 @@ showCompilationProgressBar, 11.2 setLogLevel).
 PopTorch logs through the standard `logging` module under the "poptorch" logger (the
 passes under "poptorch.passes"), printed on stdout by one handler of ours. Levels are
 PopTorch's: TRACE_ALL and TRACE (below DEBUG), DEBUG, INFO (the default), WARN, ERR
-and OFF; `POPTORCH_LOG_LEVEL` sets the level when poptorch starts and `setLogLevel`
-changes it later. What each level adds:
+and OFF (also PopTorch's DEBUG_IR, and its integers 0 TRACE to 4 ERR and 6 OFF);
+`POPTORCH_LOG_LEVEL` sets the level when poptorch starts and `setLogLevel` changes it
+later. What each level adds:
 
 - INFO: compilation start and end with its wall time;
 - DEBUG: the time of every compilation step, the cycle count of every run with
@@ -41,6 +42,11 @@ LEVELS = {"TRACE_ALL": TRACE_ALL, "TRACE": TRACE, "DEBUG": logging.DEBUG,
           "INFO": logging.INFO, "WARN": logging.WARNING, "ERR": logging.ERROR, "OFF": OFF}
 for _name, _level in LEVELS.items():
     logging.addLevelName(_level, _name)
+# PopTorch also takes DEBUG_IR (an internal level, DEBUG for its Python side), and its
+# legacy integer levels (there is no 5)
+ALIASES = {"DEBUG_IR": "DEBUG"}
+INT_LEVELS = {0: "TRACE", 1: "DEBUG", 2: "INFO", 3: "WARN", 4: "ERR", 6: "OFF"}
+_INT_TEXT = ", ".join(f"{number} ({name})" for number, name in INT_LEVELS.items())
 
 logger = logging.getLogger("poptorch")
 
@@ -92,18 +98,31 @@ logger.propagate = False
 
 
 def level_of(level: str | int, where: str) -> int:
-    """The logging level of a PopTorch level name (or a logging level number)."""
-    if isinstance(level, str) and level.upper() in LEVELS:
-        return LEVELS[level.upper()]
-    if isinstance(level, int) and not isinstance(level, bool) and level >= 0:
-        return level
-    raise Error(f"{where}: unknown log level {level!r}; use one of "
+    """The logging level of a PopTorch level: a name (any case; DEBUG_IR is DEBUG) or one
+    of PopTorch's legacy integers (0 TRACE, 1 DEBUG, 2 INFO, 3 WARN, 4 ERR, 6 OFF)."""
+    if isinstance(level, str):
+        name = ALIASES.get(level.upper(), level.upper())
+        if name in LEVELS:
+            return LEVELS[name]
+    elif isinstance(level, int) and not isinstance(level, bool):
+        if level in INT_LEVELS:
+            return LEVELS[INT_LEVELS[level]]
+        shown = str(level) if level.bit_length() <= 64 else "(an int too large)"
+        raise Error(f"{where}: unknown log level {shown}; the integer levels are PopTorch's: "
+                    f"{_INT_TEXT}; or use a name: {', '.join(LEVELS)}", type="options")
+    if isinstance(level, str):
+        shown = repr(level) if len(level) <= 40 else f"{level[:40]!r}..."
+    else:
+        shown = repr(level) if level is None or isinstance(level, bool | float) else (
+            f"of type {type(level).__name__}")
+    raise Error(f"{where}: unknown log level {shown}; use one of "
                 f"{', '.join(LEVELS)}", type="options")
 
 
 def setLogLevel(level: str | int) -> None:  # noqa: N802 - PopTorch's name
     """Print messages of `level` and above: TRACE_ALL, TRACE, DEBUG, INFO, WARN, ERR or
-    OFF (or a `logging` level number)."""
+    OFF, or PopTorch's legacy integers 0 (TRACE), 1 (DEBUG), 2 (INFO), 3 (WARN), 4 (ERR)
+    and 6 (OFF). Any other level is an Error."""
     logger.setLevel(level_of(level, "setLogLevel"))
 
 

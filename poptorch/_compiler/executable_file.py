@@ -279,7 +279,7 @@ def check_inputs(compiled: driver.Compiled, input_meta: list, path: str) -> None
 
 
 _ARGUMENT_KINDS = {False: {"parameter", "buffer", "constant", "input"},
-                   True: {"parameter", "buffer", "input", "tangent"}}
+                   True: {"parameter", "buffer", "constant", "input", "tangent"}}
 
 
 def _inconsistency(captured: Any, results: int, arguments: int) -> str:

@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils import _pytree as pytree
 
-from poptorch._frontend.capture import dtype_name
+from poptorch._executor import input_check
 from poptorch.enums import CommGroupType, OutputMode
 from poptorch.errors import Error
 from poptorch.options import Options
@@ -31,15 +30,24 @@ def check_options(options: Options, steps: int) -> None:
                     f"the {steps} batches of a call to be a multiple of it", type="options")
 
 
+def call_slices(options: Options, steps: int) -> int:
+    """Slices of a call's batch: `steps` program runs x (replicas / input group size)."""
+    return steps * (options.replication_factor // options.input_group_size)
+
+
 def split(flat: list[Any], options: Options, steps: int, accumulation: int | None
           ) -> tuple[list[Any], int]:
     """Micro-batch examples of the flat inputs and the number of slices per call, for
     `steps` program runs per call (`accumulation`: training's gradient accumulation,
-    named in the error; None in inference)."""
-    groups = options.replication_factor // options.input_group_size
-    slices = steps * groups
+    named in the error; None in inference). An empty batch is an error: the IPU's
+    programs have no zero-sized tensors (PopART refuses them)."""
+    slices = call_slices(options, steps)
     micro = []
     for index, value in enumerate(flat):
+        if isinstance(value, torch.Tensor) and value.dim() and value.shape[0] == 0:
+            raise Error(f"input {index} has an empty batch (shape {tuple(value.shape)}): "
+                        "the IPU runs no zero-sized tensors; give at least one sample "
+                        "per micro-batch", type="executor")
         if not isinstance(value, torch.Tensor) or slices == 1:
             micro.append(value)
             continue
@@ -57,31 +65,28 @@ def split(flat: list[Any], options: Options, steps: int, accumulation: int | Non
     return micro, slices
 
 
-def check_inputs(micro: list[Any], spec: pytree.TreeSpec, in_spec: pytree.TreeSpec,
-                 in_constants: dict[int, Any],
-                 input_meta: list[tuple[tuple[int, ...], torch.dtype]]) -> None:
-    """The micro-batch inputs of a call (structure `spec`) are like those the program
-    was compiled for: the same structure, non-tensor values, tensor shapes and dtypes."""
+def check_inputs(flat: list[Any], spec: Any, in_spec: Any, in_constants: dict[int, Any],
+                 input_meta: list[tuple[tuple[int, ...], torch.dtype]],
+                 given_dtypes: list[torch.dtype] | None, model: torch.nn.Module,
+                 slices: int) -> list[torch.dtype]:
+    """A call's `flat` inputs (structure `spec`) are like those the program was compiled
+    for (`input_check`): the same arguments (matched by name), dicts with the same keys
+    (in any order), the same non-tensor values, tensor shapes and dtypes. `flat` is put
+    in place into the compiled order. Returns the dtypes the user gave for the compiled
+    tensor inputs (`given_dtypes`, or this call's if None)."""
+    given = list(flat)
+
+    def leaves() -> list[tuple[str, Any]]:
+        return input_check.match(given, spec, in_spec, in_constants,
+                                 input_check.Signature(model))
+
     if spec != in_spec:
-        raise Error(f"the inputs' structure changed since compilation: expected "
-                    f"{in_spec}, got {spec}", type="executor")
-    for index, value in in_constants.items():
-        if type(micro[index]) is not type(value) or micro[index] != value:
-            path = pytree.keystr(pytree.tree_flatten_with_path(
-                pytree.tree_unflatten(micro, spec))[0][index][0])
-            raise Error(
-                f"input {path} was {value!r} when the model was compiled and is "
-                f"{micro[index]!r} now; non-tensor inputs are constants of the compiled "
-                "program: wrap the model again to run it with another value",
-                type="executor")
-    tensors = [t for t in micro if isinstance(t, torch.Tensor)]
-    for index, (tensor, (shape, dtype)) in enumerate(zip(tensors, input_meta, strict=True)):
-        if tuple(tensor.shape) != shape or tensor.dtype != dtype:
-            raise Error(
-                f"input {index} changed since compilation: expected a micro-batch of "
-                f"shape {list(shape)} and dtype {dtype_name(dtype)}, got shape "
-                f"{list(tensor.shape)} and dtype {dtype_name(tensor.dtype)}; wrap the "
-                "model again to compile it for the new inputs", type="executor")
+        flat[:] = [value for _, value in leaves()]
+    if given_dtypes is None:
+        given_dtypes = input_check.user_dtypes(flat, in_constants, input_meta)
+    input_check.check_values(flat, lambda: [path for path, _ in leaves()], in_constants,
+                             input_meta, given_dtypes, slices)
+    return given_dtypes
 
 
 def replica_slices(options: Options) -> np.ndarray:

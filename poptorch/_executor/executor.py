@@ -56,7 +56,7 @@ class PoplarExecutor(user_api.ExecutorExtras):
     def __init__(self, model: torch.nn.Module, options: Options | None, training: bool) -> None:
         self._user_model = model
         self._model = shallow_copy(model)
-        self._options = options if options is not None else Options()
+        self._options = Options._for_model(options, training)
         self._training = training
         if not training:
             self._model.eval()
@@ -405,8 +405,14 @@ class PoplarExecutor(user_api.ExecutorExtras):
         self._sync_host_changes()
 
     def _check_inputs(self, flat: list[Any], spec: pytree.TreeSpec) -> None:
-        batches.check_inputs(self._split(flat)[0], spec, self._in_spec, self._in_constants,
-                             self._input_meta)
+        """A call's inputs are like those the program was compiled for (arguments matched
+        by name, dicts by key: `flat` is put in place into the compiled order). The dtypes
+        the user gave (torch.int64 for an input the device holds as int32) are kept from
+        the first call checked, for errors in the user's terms."""
+        self._given_dtypes = batches.check_inputs(
+            flat, spec, self._in_spec, self._in_constants, self._input_meta,
+            getattr(self, "_given_dtypes", None), self._model,
+            batches.call_slices(self._options, self._steps()))
 
     def _step(self, inputs: list[Any], step: int, extra: dict[str, Any] | None = None
               ) -> list[np.ndarray]:

@@ -19,6 +19,7 @@ import re
 import threading
 import traceback
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,7 @@ from torch_mlir.extras.fx_importer import (
     GraphNodeImporter,
 )
 
-from poptorch._frontend import tied
+from poptorch._frontend import arg_parsers, tied
 from poptorch._frontend.annotations import capture_scope
 from poptorch.errors import Error
 
@@ -80,11 +81,33 @@ def dtype_named(name: Any) -> torch.dtype:
     return value
 
 
+# id of a narrowed tensor -> (a weak reference to it, the dtype the user gave), for
+# errors in the user's terms (by identity: tensors' `==` compares their elements)
+_GIVEN_DTYPES: dict[int, tuple[weakref.ref, torch.dtype]] = {}
+
+
+def _forget(ref: weakref.ref, key: int) -> None:
+    if _GIVEN_DTYPES.get(key, (None,))[0] is ref:
+        del _GIVEN_DTYPES[key]
+
+
 def narrow(value: Any) -> Any:
-    """`value` with int64/float64 tensors narrowed to int32/float32."""
+    """`value` with int64/float64 tensors narrowed to int32/float32 (`given_dtype` tells
+    the dtype a narrowed tensor had)."""
     if isinstance(value, torch.Tensor) and value.dtype in NARROWED:
-        return value.to(NARROWED[value.dtype])
+        narrowed = value.to(NARROWED[value.dtype])
+        key = id(narrowed)
+        _GIVEN_DTYPES[key] = (weakref.ref(narrowed, functools.partial(_forget, key=key)),
+                              value.dtype)
+        return narrowed
     return value
+
+
+def given_dtype(tensor: torch.Tensor) -> torch.dtype:
+    """The dtype the user gave for `tensor`: torch.int64 for an int64 input `narrow`
+    made int32."""
+    ref, dtype = _GIVEN_DTYPES.get(id(tensor), (None, tensor.dtype))
+    return dtype if ref is None or ref() is tensor else tensor.dtype
 
 
 @dataclass
@@ -144,15 +167,32 @@ _TENSORS_SPEC: dict[int, pytree.TreeSpec] = {}
 
 
 def flatten_inputs(args: tuple, kwargs: dict) -> tuple[list[Any], pytree.TreeSpec]:
-    """Flatten call arguments as torch.export does (tensors are leaves, None is dropped).
-    The usual call, plain tensors passed by position, reuses its spec (pytree's walk was
-    a tenth of a small model's call)."""
+    """Flatten call arguments as torch.export does: tensors and non-tensor values (None,
+    numbers, strings) are leaves, as are the tensors of objects a registered
+    `ICustomArgParser` takes apart. The usual call, plain tensors passed by position,
+    reuses its spec (pytree's walk was a tenth of a small model's call)."""
     if not kwargs and all(type(a) is torch.Tensor for a in args):
         spec = _TENSORS_SPEC.get(len(args))
         if spec is None:
             spec = _TENSORS_SPEC[len(args)] = pytree.tree_flatten((tuple(args), {}))[1]
-        return list(args), spec
-    return pytree.tree_flatten((tuple(args), dict(kwargs)))
+        return _distinct(list(args)), spec
+    flat, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+    if arg_parsers.register_input_types(flat):  # a dict subclass, a type with a parser
+        flat, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+    return _distinct(flat), spec
+
+
+def _distinct(flat: list[Any]) -> list[Any]:
+    """`flat` with a tensor given for several inputs copied for all but the first:
+    torch.export makes one graph input of one tensor object, so a program compiled with
+    `model(x, x)` would read its first input for both ever after."""
+    seen: set[int] = set()
+    for index, value in enumerate(flat):
+        if isinstance(value, torch.Tensor):
+            if id(value) in seen:
+                flat[index] = value.clone()
+            seen.add(id(value))
+    return flat
 
 
 # Noise torch 2.13 emits from inside export itself, about its own internals.
@@ -238,9 +278,7 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
         if spec.kind == InputKind.USER_INPUT:
             if isinstance(spec.arg, ConstantArgument):  # export specialised the graph on it
                 _drop_placeholder(program.graph_module, spec.arg.name)
-                if spec.arg.value is None:
-                    continue  # None is no leaf of the flattened inputs
-            else:
+            else:  # (None is a leaf of the flattened inputs too: it keeps its index)
                 arguments.append(Argument("input", str(user_index)))
             user_index += 1
         elif spec.kind == InputKind.PARAMETER:

@@ -5,17 +5,22 @@ backward ops (notes/FRONTEND.md). The model is wrapped so that the graph's first
 is the loss (the rest are detached, so only the loss gets a tangent); the tangent input
 is the loss seed, which the executor sets to the loss scaling factor. Descriptors on the
 graph's placeholders and outputs say which are parameters, buffers, user inputs,
-gradients and buffer updates.
+gradients and buffer updates. Tensors of modules the model does not own (held in a
+closure, a global, or passed to forward) are constants of the graph, as PopTorch's
+tracing sees them: arguments of kind "constant", not trained.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch._functorch.aot_autograd import aot_export_joint_with_descriptors
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import _MakefxTracer
 from torch.utils import _pytree as pytree
 
@@ -25,6 +30,12 @@ from poptorch.errors import Error
 
 NO_LOSS = ("Couldn't find a loss in graph: the model must return its loss, a scalar "
            "computed from its outputs (by a torch.nn loss or poptorch.identity_loss)")
+
+OUTSIDE_UPDATE = ("the model updates in place a tensor that is not its own (a buffer of a "
+                  "module held outside the model, in a closure, a global or an input, such "
+                  "as a BatchNorm in training mode): its tensors are constants of the "
+                  "graph; register the module in the model (as an attribute) or put it in "
+                  "eval mode")
 
 
 @dataclass
@@ -56,8 +67,14 @@ class _LossFirst(torch.nn.Module):
         self.model = model
         self.out_spec: pytree.TreeSpec | None = None
         self.loss_leaf = -1
+        self.bound: dict[int, Any] = {}
 
     def forward(self, *args, **kwargs):
+        if self.bound:  # the objects `_bind_objects` took out of the inputs, put back
+            flat, spec = pytree.tree_flatten((args, kwargs))
+            for index, value in self.bound.items():
+                flat[index] = value
+            args, kwargs = pytree.tree_unflatten(flat, spec)
         ops._loss_marks.clear()
         leaves, self.out_spec = pytree.tree_flatten(self.model(*args, **kwargs))
         self.loss_leaf = _find_loss(leaves, list(ops._loss_marks))
@@ -117,6 +134,28 @@ def _find_loss(leaves: list[Any], marks: list[tuple[torch.Tensor, str]]) -> int:
     return candidates[0]
 
 
+# input leaves the export takes as inputs (others, such as a loss module passed to
+# forward, are bound into the traced function: their tensors become constants)
+_TRACEABLE = (torch.Tensor, int, float, bool, str, type(None))
+
+
+def _bind_objects(args: tuple, kwargs: dict, fake_mode: FakeTensorMode
+                  ) -> tuple[tuple, dict, dict[int, Any]]:
+    """The inputs for the export: tensors made fake in `fake_mode`, and each leaf the
+    export cannot take (a module, a function) replaced by 0, a non-tensor input the graph
+    does not use, so that the inputs keep their flat indices; returns them and {flat
+    index: the object} for `_LossFirst` to put back."""
+    flat, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+    bound = {index: leaf for index, leaf in enumerate(flat)
+             if not isinstance(leaf, _TRACEABLE)}
+    # detached: an input that requires grad gets no gradient (none is returned to the
+    # host, as in PopTorch), and its own would be no weight of the joint graph
+    flat = [0 if index in bound else fake_mode.from_tensor(leaf.detach())
+            if isinstance(leaf, torch.Tensor) else leaf for index, leaf in enumerate(flat)]
+    args, kwargs = pytree.tree_unflatten(flat, spec)
+    return args, kwargs, bound
+
+
 def _strip(target: str) -> str:
     return target.removeprefix("model.")
 
@@ -124,6 +163,12 @@ def _strip(target: str) -> str:
 def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> TrainingCaptured:
     """Export the joint forward + backward graph of `model` (in train mode)."""
     wrapper = _LossFirst(model)
+    # Tensors the model uses that are not its own (a module or loss held in a closure
+    # or a global) are constants, as PopTorch's tracing sees them: a fake mode that
+    # takes real tensors lets the export record them as `get_attr` constants, which
+    # `_lift_constants` makes "constant" arguments. Only the model's parameters train.
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    args, kwargs, wrapper.bound = _bind_objects(args, kwargs, fake_mode)
     with contextlib.ExitStack() as stack:
         stack.enter_context(capture.quiet_torch())
         for context in capture.tracing_contexts(model):
@@ -136,7 +181,11 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
         except Error:
             raise
         except Exception as err:  # noqa: BLE001 - torch's reason, re-raised for the user
-            raise capture.capture_error(err, "the training graph") from err
+            error = capture.capture_error(err, "the training graph")
+            if "mutating a non-functional tensor" in str(err):
+                error = Error(f"could not capture the training graph: {OUTSIDE_UPDATE}",
+                              type="capture", location=error.location)
+            raise error from err
     gm = joint.graph_module
     _backward_traces(gm.graph)
     for node in gm.graph.nodes:  # backward ops run in backward pipeline stages
@@ -149,11 +198,13 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
         if not isinstance(node.meta.get("val"), torch.Tensor) and not node.users:
             gm.graph.erase_node(node)
             placeholders.remove(node)
+    constants = _lift_constants(gm, placeholders)
     erased = tied.merge_tied(gm.graph, [(node, _strip(node.meta["desc"].target))
                                          for node in placeholders if _is_weight(node)],
                               alias_of)
-    arguments = [_argument(node.meta["desc"], alias_of) for node in placeholders
-                 if node not in erased]
+    arguments = [capture.Argument("constant", node.target) if node.target in constants
+                 else _argument(node.meta["desc"], alias_of)
+                 for node in placeholders if node not in erased]
     output = next(node for node in gm.graph.nodes if node.op == "output")
     kept = _merged_results(gm.graph, output, alias_of)
     output.args = (tuple(value for value, _ in kept),)
@@ -162,11 +213,40 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
     loss_node = kept[[kind for kind, _ in results].index("output")][0]
     return TrainingCaptured(gm, arguments, results,
                             tuple(loss_node.meta["val"].shape), wrapper.out_spec,
-                            wrapper.loss_leaf)
+                            wrapper.loss_leaf, constants)
+
+
+def _lift_constants(gm: torch.fx.GraphModule,
+                    placeholders: list[torch.fx.Node]) -> dict[str, torch.Tensor]:
+    """Make the graph's tensor constants (`get_attr` nodes: tensors of modules outside
+    the model, which the export does not differentiate) placeholders appended to
+    `placeholders`; returns {placeholder name: the tensor, detached and narrowed}: the
+    host value at capture, as PopTorch freezes a constant into its graph."""
+    constants: dict[str, torch.Tensor] = {}
+    lifted: dict[str, torch.fx.Node] = {}
+    first_op = next((node for node in gm.graph.nodes if node.op != "placeholder"), None)
+    for node in list(gm.graph.nodes):
+        if node.op != "get_attr":
+            continue
+        value = getattr(gm, node.target)
+        if not isinstance(value, torch.Tensor):
+            continue
+        if node.target not in lifted:
+            with gm.graph.inserting_before(first_op):
+                placeholder = gm.graph.placeholder(f"constant_{node.target.lstrip('_')}")
+            placeholder.meta["val"] = node.meta.get("val")
+            placeholders.append(placeholder)
+            lifted[node.target] = placeholder
+            constants[placeholder.target] = capture.narrow(value.detach().clone())
+        node.replace_all_uses_with(lifted[node.target])
+        gm.graph.erase_node(node)
+    for target in lifted:
+        delattr(gm, target)
+    return constants
 
 
 def _is_weight(node: torch.fx.Node) -> bool:
-    return type(node.meta["desc"]).__name__ in ("ParamAOTInput", "BufferAOTInput")
+    return type(node.meta.get("desc")).__name__ in ("ParamAOTInput", "BufferAOTInput")
 
 
 def _merged_results(graph: torch.fx.Graph, output: torch.fx.Node,
@@ -175,6 +255,13 @@ def _merged_results(graph: torch.fx.Graph, output: torch.fx.Node,
     gradients under its several names summed into one (`tied.sum_gradients`)."""
     grouped: dict[tuple[str, Any], list[torch.fx.Node]] = {}
     for value, desc in zip(output.args[0], output.meta["desc"], strict=True):
+        if type(desc).__name__ == "InputMutationAOTOutput" \
+                and type(desc.mutated_input).__name__ == "PlainAOTInput":
+            raise Error(f"the model updates its input {desc.mutated_input.idx} in place; "
+                        "inputs are copied to the device, so the update would not reach "
+                        "the host tensor: compute a new tensor instead (for example "
+                        "`x = x * 2` for `x.mul_(2)`)", type="capture",
+                        location=_user_line(value))
         if value is not None:
             grouped.setdefault(_result(desc, alias_of), []).append(value)
     kept = []
@@ -187,6 +274,17 @@ def _merged_results(graph: torch.fx.Graph, output: torch.fx.Node,
         value = values[0] if len(values) == 1 else tied.sum_gradients(graph, values, output)
         kept.append((value, (kind, name)))
     return kept
+
+
+def _user_line(node: torch.fx.Node | None) -> str:
+    """`file:line` of the model's code that made `node` (the innermost frame of its
+    stack trace outside torch and poptorch), or ""."""
+    trace = (node.stack_trace or "") if isinstance(node, torch.fx.Node) else ""
+    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
+    library = (os.path.dirname(torch.__file__) + os.sep, *capture.OWN_DIRS)
+    user = [f"{name}:{line}" for name, line in frames
+            if not os.path.abspath(name).startswith(library)]
+    return user[-1] if user else ""
 
 
 def _argument(desc, alias_of: dict[str, str]) -> capture.Argument:

@@ -2,9 +2,11 @@
 argument checks, freezing and printing.
 
 Every category keeps its options as plain public attributes, validated and set by
-PopTorch's camelCase methods, which return the category for chaining. Options are
-frozen once a DataLoader uses them (changing any option then raises an Error) and
-once a model is compiled with them (then only run-time options may change).
+PopTorch's camelCase methods, which return the category for chaining. As in PopTorch,
+options are frozen once a DataLoader uses them or a model is wrapped with them
+(changing any option then raises an Error). The wrapped model works on a copy
+(`poptorch_model.options`) whose compile-time options are frozen once it compiles; its
+run-time options may still change.
 """
 
 from __future__ import annotations
@@ -79,30 +81,44 @@ def env_flag(name: str) -> bool:
     return raw.strip().lower() in ("1", "true")
 
 
+FROZEN_BY_DATALOADER = "a DataLoader uses them"
+FROZEN_BY_MODEL = "a model was wrapped with them (poptorch.inferenceModel or trainingModel)"
+
+
 class OptionsGroup:
     """A set of options: public attributes are option values. `_frozen` locks them all
-    (a DataLoader uses them); `_run_time`, set once a model is compiled with them, names
-    the only ones that may still change. `_prefix` qualifies the names in messages."""
+    (a DataLoader or a model wrapper uses them, `_frozen_by` says which); `_run_time`,
+    set on a wrapped model's copy, names the only ones that may still change. `_prefix`
+    qualifies the names in messages."""
 
     _frozen = False
+    _frozen_by = FROZEN_BY_DATALOADER
     _run_time: frozenset[str] | None = None
     _prefix = ""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if not name.startswith("_"):
-            if self._frozen:
-                raise Error(f"cannot change option {self._prefix}{name}: these options are "
-                            "frozen because a DataLoader uses them; change a copy made with "
-                            "options.clone() instead", type="options")
+            self._check_not_frozen(f"{self._prefix}{name}")
             if self._run_time is not None and name not in self._run_time:
                 raise Error(f"cannot change compile-time option {self._prefix}{name}: a model "
                             "was compiled with these options; change a copy made with "
                             "options.clone() and wrap the model with it", type="options")
         super().__setattr__(name, value)
 
-    def _lock(self, frozen: bool, run_time: frozenset[str] | None, prefix: str) -> None:
-        """Freeze all options (`frozen`), all but `run_time` (a set), or none."""
+    def _check_not_frozen(self, name: str) -> None:
+        """An Error if the options are frozen (PopTorch: "Can't modify frozen Options")."""
+        if self._frozen:
+            raise Error(f"cannot change option {name}: these options are frozen because "
+                        f"{self._frozen_by}; change a copy made with options.clone() "
+                        "instead", type="options")
+
+    def _lock(self, frozen: bool, run_time: frozenset[str] | None, prefix: str,
+              by: str | None = None) -> None:
+        """Freeze all options (`frozen`, because of `by`), all but `run_time` (a set),
+        or none."""
         self._frozen, self._run_time, self._prefix = frozen, run_time, prefix
+        if by is not None:
+            self._frozen_by = by
 
     def _values(self) -> dict[str, Any]:
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
@@ -157,6 +173,19 @@ class _TrainingOptions(OptionsGroup):
             "setMeanAccumulationAndReplicationReductionStrategy: mean_reduction_strategy",
             mean_reduction_strategy, MeanReductionStrategy)
         return self
+
+    @property
+    def meanAccumulationAndReplicationReductionStrategy(  # noqa: N802 - PopTorch's name
+            self) -> MeanReductionStrategy | None:
+        """PopTorch's name of `mean_reduction_strategy`, to read or assign: None (the
+        default) lets the optimizer choose (Running when its accum_type is float16, else
+        Post)."""
+        return self.mean_reduction_strategy
+
+    @meanAccumulationAndReplicationReductionStrategy.setter
+    def meanAccumulationAndReplicationReductionStrategy(  # noqa: N802
+            self, mean_reduction_strategy: MeanReductionStrategy) -> None:
+        self.setMeanAccumulationAndReplicationReductionStrategy(mean_reduction_strategy)
 
     def setAutomaticLossScaling(self, enabled: bool) -> _TrainingOptions:  # noqa: N802
         """Let the IPU choose a global loss scaling factor during training."""

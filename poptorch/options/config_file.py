@@ -3,9 +3,13 @@ never evaluated.
 
 Each line calls one method of the options without the `options.` prefix
 (`deviceIterations(4)`, `Training.gradientAccumulation(2)`) with arguments that are
-literals, poptorch enum values or torch dtypes; blank lines and `#` comments are
-skipped. Any other line, and any refusal by the method, is a poptorch.Error located
-at `path:line`: the lines before it have been applied, the lines after it have not.
+literals, poptorch enum values, torch dtypes, or poptorch's option objects built the
+same way (`setExecutionStrategy(poptorch.ShardedExecution())`, the spec's own example;
+`poptorch.Stage("a").ipu(1)`, `poptorch.TensorLocationSettings().useOnChipStorage(False)`):
+only those classes and their public methods are called, nothing else is evaluated. Blank
+lines and `#` comments are skipped. Any other line, and any refusal by the method, is a
+poptorch.Error located at `path:line`: the lines before it have been applied, the lines
+after it have not.
 """
 
 from __future__ import annotations
@@ -19,6 +23,15 @@ import torch
 
 from poptorch import enums
 from poptorch.errors import Error
+from poptorch.options.categories import TensorLocationSettings
+from poptorch.options.strategies import (
+    ParallelPhasedExecution,
+    Phase,
+    PipelinedExecution,
+    SerialPhasedExecution,
+    ShardedExecution,
+    Stage,
+)
 
 CATEGORIES = ("Training", "Precision", "TensorLocations", "Distributed", "Jit")
 MAX_FILE_BYTES = 1 << 20
@@ -28,8 +41,13 @@ _DTYPES = {name: value for name, value in vars(torch).items() if isinstance(valu
 _ENUMS = {name: value for name, value in vars(enums).items()
           if isinstance(value, type) and issubclass(value, enum.Enum)
           and value.__module__ == enums.__name__}
+# the objects a line may build, as `poptorch.<name>(...)`, and then call public methods of
+_CLASSES = {cls.__name__: cls for cls in (
+    PipelinedExecution, ShardedExecution, SerialPhasedExecution, ParallelPhasedExecution,
+    Stage, Phase, TensorLocationSettings)}
 _NOT_LITERAL = ("is not a literal (number, string, bool, None, list, tuple or dict), a poptorch "
-                "enum value such as poptorch.OutputMode.All or a torch dtype")
+                "enum value such as poptorch.OutputMode.All, a torch dtype or one of "
+                f"poptorch.{', poptorch.'.join(_CLASSES)} built from such values")
 
 
 def load_config(options: Any, path: str) -> None:
@@ -109,11 +127,17 @@ def _dotted_name(node: ast.expr) -> str | None:
 
 
 def _config_value(text: str, where: str, node: ast.expr) -> Any:
-    """The value of a config-file argument: a literal, a poptorch enum or a torch dtype."""
+    """The value of a config-file argument: a literal, a poptorch enum, a torch dtype, a
+    list or tuple of such values, or an object of `_CLASSES` built from them."""
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError):
         pass
+    if isinstance(node, ast.List | ast.Tuple):
+        values = [_config_value(text, where, element) for element in node.elts]
+        return values if isinstance(node, ast.List) else tuple(values)
+    if isinstance(node, ast.Call) and _built_from_class(node):
+        return _build(text, where, node)
     parts = (_dotted_name(node) or "").split(".")
     if len(parts) == 2 and parts[0] == "torch" and parts[1] in _DTYPES:
         return _DTYPES[parts[1]]
@@ -122,6 +146,42 @@ def _config_value(text: str, where: str, node: ast.expr) -> Any:
         if enum_type is not None and parts[-1] in enum_type.__members__:
             return enum_type[parts[-1]]
     raise Error(f"{where}: argument {_source(text, node)} {_NOT_LITERAL}", type="options")
+
+
+def _built_from_class(call: ast.Call) -> bool:
+    """Whether `call` is `poptorch.<class>(...)` of `_CLASSES`, or method calls on one."""
+    while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+        call = call.func.value
+    name = _dotted_name(call.func) or ""
+    return name.startswith("poptorch.") and name[9:] in _CLASSES
+
+
+def _build(text: str, where: str, call: ast.Call) -> Any:
+    """The object made by `poptorch.<class>(...)` or by a public method called on such an
+    object (`poptorch.Stage("a").ipu(1)`), its arguments being config values too."""
+    source = _source(text, call)
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+            kw.arg is None for kw in call.keywords):
+        raise Error(f"{where}: * and ** arguments are not supported in {source}",
+                    type="options")
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+        target = _build(text, where, func.value)
+        if func.attr.startswith("_") or not inspect.isfunction(
+                inspect.getattr_static(type(target), func.attr, None)):
+            raise Error(f"{where}: {_excerpt(func.attr, 40)} is not a method of "
+                        f"poptorch.{type(target).__name__} in {source}", type="options")
+        function: Any = getattr(target, func.attr)
+    else:  # poptorch.<class>, as _built_from_class checked
+        function = _CLASSES[(_dotted_name(func) or "")[9:]]
+    args = [_config_value(text, where, a) for a in call.args]
+    kwargs = {kw.arg: _config_value(text, where, kw.value) for kw in call.keywords}
+    try:
+        return function(*args, **kwargs)
+    except Error as err:
+        raise Error(f"{where}: {source}: {err.message}", type="options") from None
+    except (TypeError, ValueError, OverflowError) as err:  # bad arguments
+        raise Error(f"{where}: {source}: {err}", type="options") from None
 
 
 def _call(options: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:

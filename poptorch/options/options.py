@@ -19,6 +19,8 @@ from poptorch._logging import logger as log
 from poptorch.enums import CommGroupType, ConnectionType, OutputMode, SyncPattern
 from poptorch.errors import Error
 from poptorch.options.categories import (
+    FROZEN_BY_DATALOADER,
+    FROZEN_BY_MODEL,
     OptionsGroup,
     TensorLocationSettings,
     _DistributedOptions,
@@ -153,10 +155,7 @@ class Options(OptionsGroup):
     def updatableNamedBuffers(self, buffers: list[str]) -> Options:  # noqa: N802
         """The model's buffers (by name) that copyNamedBuffersToDevice() uploads, without
         the other weights (PopTorch 3.x). A run-time setting here: the program is the same."""
-        if self._frozen:
-            raise Error("cannot change option updatableNamedBuffers: these options are frozen "
-                        "because a DataLoader uses them; change a copy made with "
-                        "options.clone() instead", type="options")
+        self._check_not_frozen("updatableNamedBuffers")
         if not isinstance(buffers, list | tuple) or not all(isinstance(b, str) for b in buffers):
             raise Error(f"updatableNamedBuffers: buffers must be a list of buffer names "
                         f"(str), got {buffers!r}"[:200], type="options")
@@ -378,10 +377,31 @@ class Options(OptionsGroup):
         copied._freeze(False)
         return copied
 
-    def _freeze(self, frozen: bool = True, compile_time_only: bool = False) -> None:
-        """Lock all the options (a DataLoader relies on them), only the compile-time ones
-        (`compile_time_only`: a model was compiled with them), or none (`frozen=False`)."""
-        freeze(self, frozen, compile_time_only)
+    def _freeze(self, frozen: bool = True, compile_time_only: bool = False,
+                by: str = FROZEN_BY_DATALOADER) -> None:
+        """Lock all the options (`by` a DataLoader or a model wrapper relying on them),
+        only the compile-time ones (`compile_time_only`: a model's own copy), or none
+        (`frozen=False`)."""
+        freeze(self, frozen, compile_time_only, by)
+
+    @staticmethod
+    def _for_model(options: Options | None, training: bool) -> Options:
+        """The options a model wrapper works on (`poptorch_model.options`), as PopTorch
+        makes them: `options` are frozen (changing them later is an Error) and copied, and
+        OutputMode.Default resolves to Final for training and All for inference. The
+        wrapper freezes the copy's compile-time options when it compiles (its run-time
+        ones may still change)."""
+        if options is None:
+            copied = Options()
+        elif not isinstance(options, Options):
+            raise Error(f"options must be a poptorch.Options, got {shown(options)}",
+                        type="options")
+        else:
+            options._freeze(by=FROZEN_BY_MODEL)
+            copied = options.clone()
+        if copied.defaultOutputMode():
+            copied.outputMode(OutputMode.Final if training else OutputMode.All)
+        return copied
 
     def toDict(self) -> dict[str, Any]:  # noqa: N802
         """All option values: general ones by attribute name, then one dict per category."""

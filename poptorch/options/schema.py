@@ -110,8 +110,9 @@ def option_groups(options: Any) -> list[tuple[str, OptionsGroup]]:
     return groups
 
 
-def freeze(options: Any, frozen: bool, compile_time_only: bool) -> None:
-    """Options._freeze: lock all options, the compile-time ones, or none."""
+def freeze(options: Any, frozen: bool, compile_time_only: bool, by: str | None) -> None:
+    """Options._freeze: lock all options (because of `by`), the compile-time ones, or
+    none."""
     for prefix, group in option_groups(options):
         if not frozen:
             group._lock(False, None, prefix)
@@ -119,5 +120,5 @@ def freeze(options: Any, frozen: bool, compile_time_only: bool) -> None:
             run_time = frozenset(name[len(prefix):] for name in RUN_TIME_OPTIONS
                                  if name.startswith(prefix) and "." not in name[len(prefix):])
             group._lock(group._frozen, run_time, prefix)
-        else:
-            group._lock(True, group._run_time, prefix)
+        elif not group._frozen:  # the first freezing says why
+            group._lock(True, group._run_time, prefix, by)

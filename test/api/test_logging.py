@@ -46,6 +46,38 @@ def test_set_log_level_names(name, level):
     assert logging.getLevelName(level) == name.upper()
 
 
+@pytest.mark.parametrize("level, name", [
+    (0, "TRACE"), (1, "DEBUG"), (2, "INFO"), (3, "WARN"), (4, "ERR"), (6, "OFF"),
+    ("DEBUG_IR", "DEBUG")])
+def test_set_log_level_takes_poptorchs_integers_and_debug_ir(level, name):
+    # PopTorch's setLogLevel takes Union[str, int]: its legacy integers 0 TRACE, 1 DEBUG,
+    # 2 INFO, 3 WARN, 4 ERR, 6 OFF, and its internal DEBUG_IR (DEBUG on the Python side)
+    poptorch.setLogLevel(level)
+    assert logging.getLevelName(_logging.logger.level) == name
+
+
+INT_LEVELS = ("the integer levels are PopTorch's: 0 (TRACE), 1 (DEBUG), 2 (INFO), 3 (WARN), "
+              "4 (ERR), 6 (OFF); or use a name: TRACE_ALL, TRACE, DEBUG, INFO, WARN, ERR, OFF")
+
+
+@pytest.mark.parametrize("level, message", [
+    (5, f"unknown log level 5; {INT_LEVELS}"), (7, f"unknown log level 7; {INT_LEVELS}"),
+    (-1, f"unknown log level -1; {INT_LEVELS}"),
+    (logging.WARNING, f"unknown log level 30; {INT_LEVELS}"),
+    (2**100, f"unknown log level (an int too large); {INT_LEVELS}"),
+    (True, "unknown log level True; use one of TRACE_ALL, TRACE, DEBUG, INFO, WARN, ERR, OFF"),
+    (2.0, "unknown log level 2.0; use one of TRACE_ALL, TRACE, DEBUG, INFO, WARN, ERR, OFF"),
+    (None, "unknown log level None; use one of TRACE_ALL, TRACE, DEBUG, INFO, WARN, ERR, OFF"),
+    ("WARNING", "unknown log level 'WARNING'; use one of TRACE_ALL, TRACE, DEBUG, INFO, WARN, "
+                "ERR, OFF")])
+def test_set_log_level_rejects_levels_poptorch_does_not_have(level, message):
+    before = _logging.logger.level
+    with pytest.raises(poptorch.Error) as err:
+        poptorch.setLogLevel(level)
+    assert (err.value.message, err.value.type) == (f"setLogLevel: {message}", "options")
+    assert _logging.logger.level == before
+
+
 def test_set_log_level_rejects_unknown_levels():
     with pytest.raises(poptorch.Error) as err:
         poptorch.setLogLevel("LOUD")

@@ -409,3 +409,27 @@ def test_clone_is_independent():
     assert opts.Training.gradient_accumulation == 3
     assert opts.TensorLocations.weight_location.on_chip is False
     assert opts.Distributed.numProcesses == 1
+
+
+def test_mean_reduction_strategy_under_poptorchs_attribute_name():
+    # PopTorch names the option Training.meanAccumulationAndReplicationReductionStrategy
+    # (set by setMeanAccumulationAndReplicationReductionStrategy, spec 11.1): reading and
+    # assigning it works on our mean_reduction_strategy, with the same checks
+    training = Options().Training
+    assert training.meanAccumulationAndReplicationReductionStrategy is None  # by optimizer
+    training.setMeanAccumulationAndReplicationReductionStrategy(MeanReductionStrategy.Running)
+    assert training.meanAccumulationAndReplicationReductionStrategy == \
+        MeanReductionStrategy.Running
+    training.meanAccumulationAndReplicationReductionStrategy = MeanReductionStrategy.Post
+    assert training.mean_reduction_strategy == MeanReductionStrategy.Post
+    assert training.toDict()["mean_reduction_strategy"] == MeanReductionStrategy.Post
+    assert "meanAccumulationAndReplicationReductionStrategy" not in training.toDict()
+    with pytest.raises(Error, match="^setMeanAccumulationAndReplicationReductionStrategy: "
+                                    "mean_reduction_strategy must be a poptorch"):
+        training.meanAccumulationAndReplicationReductionStrategy = "Running"
+    frozen = Options()
+    frozen._freeze()
+    with pytest.raises(Error, match="^cannot change option Training.meanAccumulationAnd"
+                                    "ReplicationReductionStrategy: these options are frozen"):
+        frozen.Training.meanAccumulationAndReplicationReductionStrategy = \
+            MeanReductionStrategy.Post

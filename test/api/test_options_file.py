@@ -4,14 +4,19 @@ never evaluated; every bad line is a poptorch.Error located at `path:line`."""
 import pytest
 import torch
 
+import poptorch
 from poptorch.enums import CommGroupType, ConnectionType, OutputMode
 from poptorch.errors import Error
-from poptorch.options import Options
+from poptorch.options import Options, TensorLocationSettings
 from poptorch.options.config_file import MAX_FILE_BYTES
 
 CATEGORIES = "Training, Precision, TensorLocations, Distributed, Jit"
 NOT_LITERAL = ("is not a literal (number, string, bool, None, list, tuple or dict), a poptorch "
-               "enum value such as poptorch.OutputMode.All or a torch dtype")
+               "enum value such as poptorch.OutputMode.All, a torch dtype or one of "
+               "poptorch.PipelinedExecution, poptorch.ShardedExecution, "
+               "poptorch.SerialPhasedExecution, poptorch.ParallelPhasedExecution, "
+               "poptorch.Stage, poptorch.Phase, poptorch.TensorLocationSettings built from "
+               "such values")
 TOO_DEEP = "the line is nested too deeply for an option call: "
 
 
@@ -60,6 +65,81 @@ def test_load_from_file(tmp_path):
     assert opts.log_dir == "logs" and opts.TensorLocations.num_io_tiles == 32
     assert opts.source_location_excludes == ["a", "b"]
     assert Options().loadFromFile(path).device_iterations == 4  # a Path works too
+
+
+# spec 4.1.1, Listing 4.1: "Example contents of a config file used to set options"
+SPEC_EXAMPLE = """\
+deviceIterations(1)
+setExecutionStrategy(poptorch.ShardedExecution())
+replicationFactor(1)
+enableSyntheticData(True)
+"""
+
+
+def test_the_specs_example_config_file(tmp_path):
+    path = tmp_path / "poptorch.conf"
+    path.write_text(SPEC_EXAMPLE)
+    opts = poptorch.Options()
+    opts.loadFromFile(str(path))  # Listing 4.2
+    assert type(opts.execution_strategy) is poptorch.ShardedExecution
+    assert (opts.device_iterations, opts.replication_factor, opts.synthetic_data) == (1, 1, True)
+
+
+def test_config_files_build_strategies_stages_and_tensor_locations(tmp_path):
+    path = tmp_path / "poptorch.conf"
+    path.write_text(
+        "setExecutionStrategy(poptorch.PipelinedExecution(poptorch.Stage('a', 'b').ipu(1), "
+        "poptorch.Stage('c').ipu(0)).setSchedule(poptorch.PipelineSchedule.OneForwardOneBackward))\n"
+        "TensorLocations.setWeightLocation(poptorch.TensorLocationSettings()"
+        ".useOnChipStorage(False).minElementsForOffChip(4))\n")
+    opts = Options().loadFromFile(str(path))
+    expected = poptorch.PipelinedExecution(poptorch.Stage("a", "b").ipu(1),
+                                           poptorch.Stage("c").ipu(0))
+    expected.setSchedule(poptorch.PipelineSchedule.OneForwardOneBackward)
+    assert str(opts) == str(Options().setExecutionStrategy(expected).TensorLocations
+                            .setWeightLocation(TensorLocationSettings(
+                                on_chip=False, min_elements_for_off_chip=4)) and opts)
+    assert type(opts.execution_strategy) is poptorch.PipelinedExecution
+    assert opts.TensorLocations.weight_location.on_chip is False
+    path.write_text("setExecutionStrategy(poptorch.SerialPhasedExecution("
+                    "[poptorch.Stage('a')], (poptorch.Stage('b'),)))\n")
+    phased = Options().loadFromFile(str(path)).execution_strategy
+    assert type(phased) is poptorch.SerialPhasedExecution
+    assert [s.blocks for s in phased._all_stages()] == [["a"], ["b"]]
+
+
+@pytest.mark.parametrize("line, message", [
+    ("setExecutionStrategy(ShardedExecution())",
+     f"setExecutionStrategy: argument ShardedExecution() {NOT_LITERAL}"),
+    ("setExecutionStrategy(poptorch.Options())",
+     f"setExecutionStrategy: argument poptorch.Options() {NOT_LITERAL}"),
+    ("setExecutionStrategy(poptorch.ShardedExecution().__class__())",
+     "setExecutionStrategy: '__class__' is not a method of poptorch.ShardedExecution in "
+     "poptorch.ShardedExecution().__class__()"),
+    ("setExecutionStrategy(poptorch.Stage('a').blocks())",
+     "setExecutionStrategy: 'blocks' is not a method of poptorch.Stage in "
+     "poptorch.Stage('a').blocks()"),
+    ("setExecutionStrategy(poptorch.ShardedExecution(__import__('os').getpid()))",
+     f"setExecutionStrategy: argument __import__('os').getpid() {NOT_LITERAL}"),
+    ("setExecutionStrategy(poptorch.ShardedExecution(*['a']))",
+     "setExecutionStrategy: * and ** arguments are not supported in "
+     "poptorch.ShardedExecution(*['a'])"),
+    ("setExecutionStrategy(poptorch.Stage())",
+     "setExecutionStrategy: poptorch.Stage(): Stage needs at least one block id"),
+    ("setExecutionStrategy(poptorch.Stage('a').ipu(1, 2))",
+     "setExecutionStrategy: poptorch.Stage('a').ipu(1, 2): Stage.ipu() takes 2 positional "
+     "arguments but 3 were given"),
+    ("setExecutionStrategy(poptorch.Stage('a'))",
+     "setExecutionStrategy: strategy must be an instance of poptorch.PipelinedExecution, "
+     "poptorch.ShardedExecution, poptorch.SerialPhasedExecution, "
+     "poptorch.ParallelPhasedExecution, got Stage('a', ipu=None)"),
+])
+def test_config_file_objects_are_built_only_from_poptorch_classes(tmp_path, line, message):
+    path = tmp_path / "bad.conf"
+    path.write_text(line)
+    with pytest.raises(Error) as info:
+        Options().loadFromFile(str(path))
+    assert (info.value.location, info.value.message) == (f"{path}:1", message)
 
 
 def test_windows_line_ends_and_a_byte_order_mark(tmp_path):

@@ -53,11 +53,73 @@ def test_options_frozen_by_a_dataloader_refuse_every_change_but_clone_does_not()
     assert other.weight_location.useOnChipStorage(True).on_chip is True  # an unfrozen copy
 
 
-def test_a_compiled_model_freezes_its_compile_time_options_only():
-    opts = configured().replicationFactor(1).showCompilationProgressBar(False)
-    opts.anchored_tensors = {}  # "w" is no tensor of this model: anchors are checked
+MODEL_FROZEN = ("cannot change option {}: these options are frozen because a model was "
+                "wrapped with them (poptorch.inferenceModel or trainingModel); change a copy "
+                "made with options.clone() instead")
+
+
+def test_for_model_freezes_the_users_options_and_resolves_the_output_mode():
+    opts = configured()
+    training = Options._for_model(opts, training=True)
+    with pytest.raises(Error) as info:
+        opts.deviceIterations(3)
+    assert (str(info.value), info.value.type) == (MODEL_FROZEN.format("device_iterations"),
+                                                  "options")
+    with pytest.raises(Error, match="^cannot change option log_dir: these options are frozen "
+                                    "because a model was wrapped"):
+        opts.logDir("x")  # PopTorch freezes every option, run-time ones too
+    assert opts.output_mode == OutputMode.Default  # the user's options are not changed
+    assert (training.output_mode, training.device_iterations) == (OutputMode.Final, 2)
+    assert Options._for_model(opts, training=False).output_mode == OutputMode.All
+    assert Options._for_model(None, training=False).output_mode == OutputMode.All
+    chosen = Options._for_model(Options().outputMode(OutputMode.Sum), training=True)
+    assert chosen.output_mode == OutputMode.Sum  # only Default is resolved
+    assert training.deviceIterations(4).device_iterations == 4  # a copy, not frozen yet
+    with pytest.raises(Error, match="^options must be a poptorch.Options, got 4$"):
+        Options._for_model(4, training=True)
+    loader_opts = Options()
+    loader_opts._freeze()  # by a DataLoader first: the message says so
+    Options._for_model(loader_opts, training=True)
+    with pytest.raises(Error, match="frozen because a DataLoader uses them"):
+        loader_opts.deviceIterations(3)
+
+
+def test_wrapping_a_model_freezes_the_options():
+    # PopTorch freezes the options given to inferenceModel / trainingModel: changing them
+    # afterwards is an error (PopTorch: "Can't modify frozen Options"); the model works on
+    # a copy of them
+    opts = poptorch.Options()
     model = poptorch.inferenceModel(torch.nn.Linear(4, 3), opts)
-    opts.deviceIterations(1)  # not compiled yet
+    with pytest.raises(Error) as info:
+        opts.deviceIterations(2)
+    assert str(info.value) == MODEL_FROZEN.format("device_iterations")
+    assert model.options is not opts
+    other = poptorch.Options()
+    poptorch.trainingModel(torch.nn.Sequential(torch.nn.Linear(4, 3)), other)
+    with pytest.raises(Error, match="^cannot change option Training.gradient_accumulation: "
+                                    "these options are frozen because a model was wrapped"):
+        other.Training.gradientAccumulation(2)
+    poptorch.inferenceModel(torch.nn.Linear(4, 3), opts)  # frozen options can be reused
+
+
+def test_wrapped_models_read_back_the_resolved_output_mode():
+    # spec 11.1 outputMode: "Default: All for inference, Final for training"; PopTorch sets
+    # it on the wrapped model's options
+    opts = poptorch.Options()
+    assert opts.defaultOutputMode()
+    inference = poptorch.inferenceModel(torch.nn.Linear(4, 3), opts)
+    training = poptorch.trainingModel(torch.nn.Sequential(torch.nn.Linear(4, 3)), opts)
+    assert inference.options.output_mode == OutputMode.All
+    assert training.options.output_mode == OutputMode.Final
+    assert not training.options.defaultOutputMode()
+    assert opts.output_mode == OutputMode.Default
+
+
+def test_a_compiled_model_freezes_its_compile_time_options_only():
+    given = configured().replicationFactor(1).showCompilationProgressBar(False)
+    given.anchored_tensors = {}  # "w" is no tensor of this model
+    model = poptorch.inferenceModel(torch.nn.Linear(4, 3), given)
+    opts = model.options  # the model's own options
     x = torch.randn(2, 4)
     model.compile(x)
     message = ("cannot change compile-time option {}: a model was compiled with these options; "

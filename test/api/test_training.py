@@ -329,3 +329,41 @@ def test_automatic_loss_scaling():
     ipu, weights = train(True, scaling=2.0 ** 127, steps=3, targets=100.0)
     assert ipu._optimizer_state.auto_scale < 2.0 ** 127
     assert all(torch.isfinite(w).all() for w in weights)
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_inputs_that_require_grad(replicas):
+    """An input that requires grad (the output of another model, say) is data: it gets no
+    gradient (none reaches the host, as in PopTorch) and the weights train as on the CPU.
+    Its gradient once crashed the capture ('PlainAOTInput' object has no attribute
+    'target')."""
+    torch.manual_seed(0)
+    model = Regressor()
+    reference = copy.deepcopy(model)
+    opts = poptorch.Options().replicationFactor(replicas)
+    ipu = poptorch.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.05))
+    x, y = torch.randn(4 * replicas, 6, requires_grad=True), torch.randn(4 * replicas, 2)
+    ipu(x, y)
+    assert x.grad is None
+    reference_steps(reference, torch.optim.SGD(reference.parameters(), lr=0.05),
+                    [(x.detach(), y)], 1, replicas)
+    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_input_updated_in_place_is_an_error(replicas):
+    """Inputs are copied to the device: updating one in place cannot reach the host
+    tensor, so it is refused at the user's line (it crashed the capture before)."""
+
+    class Model(Regressor):
+        def forward(self, x, y):
+            x.mul_(2.0)
+            return super().forward(x, y)
+
+    opts = poptorch.Options().replicationFactor(replicas)
+    with pytest.raises(poptorch.Error, match="updates its input 0 in place") as err:
+        poptorch.trainingModel(Model(), opts)(torch.randn(4 * replicas, 6),
+                                              torch.randn(4 * replicas, 2))
+    assert err.value.location.endswith(
+        f"test_training.py:{Model.forward.__code__.co_firstlineno + 1}")
