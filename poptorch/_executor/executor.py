@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 
 from poptorch import _logging
 from poptorch._compiler import cache, driver
-from poptorch._executor import batches, persistence, user_api
+from poptorch._executor import batches, persistence, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.device import DeviceLease
 from poptorch._executor.figures import MachineFigures
@@ -29,7 +29,6 @@ from poptorch._executor.model_copy import (
     narrowed,
     shallow_copy,
 )
-from poptorch._executor.trainers import sync_trainers_to_host
 from poptorch._executor.weights import DeviceWeights
 from poptorch._frontend import capture
 from poptorch.enums import ConnectionType
@@ -61,6 +60,8 @@ class PoplarExecutor(user_api.ExecutorExtras):
         if not training:
             self._model.eval()
         self._frozen = freeze_tensor_attributes(self._model)
+        # trainers.host_version of the user model when the weights were last uploaded
+        self._host_version = 0
         self._optimizer: torch.optim.Optimizer | None = None  # training's
         self._compiled: driver.Compiled | None = None
         # the inputs' structure, and the micro-batch shape and dtype of each tensor input
@@ -269,10 +270,7 @@ class PoplarExecutor(user_api.ExecutorExtras):
 
     def _upload_weights(self) -> None:
         self._device_weights.upload(self._host_weights(), self._groupings)
-
-    def _sync_host_changes(self) -> None:
-        """Implicit sync: re-upload host weights changed since the last upload."""
-        self._device_weights.sync(self._host_weights(), self._groupings)
+        self._host_version = trainers.host_version(self._user_model)
 
     def copyWeightsToHost(self) -> None:  # noqa: N802
         """Write the device's weights and buffers back into the host model (replica-
@@ -282,6 +280,8 @@ class PoplarExecutor(user_api.ExecutorExtras):
         if self._compiled is None or not self._device.attached:
             return
         self._device_weights.write_to_host(self._model, self._groupings, self._written_back())
+        if self._training:  # an inferenceModel of the same model re-uploads
+            trainers.wrote_to_host(self._user_model)
 
     def _written_back(self):
         """(name, host tensor) of what copyWeightsToHost writes beyond the replica-grouped
@@ -400,9 +400,12 @@ class PoplarExecutor(user_api.ExecutorExtras):
         return user_api.guard_outputs(result)
 
     def _before_run(self) -> None:
-        """Inference: pick up host-side weight changes (and a trainer's new weights)."""
-        sync_trainers_to_host(self._user_model)
-        self._sync_host_changes()
+        """Inference: a trainingModel of the same model has newer weights: copy them to
+        the host, then to this device (PopTorch's implicit sync between the two). Other
+        host-side changes reach the device by copyWeightsToDevice only (spec 4.2.3)."""
+        trainers.sync_trainers_to_host(self._user_model)
+        if trainers.host_version(self._user_model) != self._host_version:
+            self._upload_weights()
 
     def _check_inputs(self, flat: list[Any], spec: pytree.TreeSpec) -> None:
         """A call's inputs are like those the program was compiled for (arguments matched

@@ -161,13 +161,11 @@ def per_replica(groupings: dict[str, ReplicaGrouping], name: str, value: np.ndar
 
 
 def write_to_host(model: torch.nn.Module, groupings: dict[str, ReplicaGrouping],
-                  arrays: dict[str, np.ndarray]) -> dict[str, tuple[int, int]]:
+                  arrays: dict[str, np.ndarray]) -> None:
     """Write the replica-grouped parameters' device `arrays` into the host `model`, as
     their VariableRetrievalMode asks: OnePerGroup writes (groups, ...), in place;
     AllReplicas replaces the parameter's data by (replicas, ...), one value per replica
-    (uploading such a tensor again gives each group its first replica's). Returns the
-    written tensors' (id, _version) by name."""
-    written = {}
+    (uploading such a tensor again gives each group its first replica's)."""
     for name, group in groupings.items():
         host = model.get_parameter(name)
         value = torch.from_numpy(to_host(arrays[name], group)).to(host.dtype)
@@ -175,8 +173,6 @@ def write_to_host(model: torch.nn.Module, groupings: dict[str, ReplicaGrouping],
             host.copy_(value)
         else:
             host.data = value
-        written[name] = (id(host), host._version)
-    return written
 
 
 def per_replica_model(model: torch.nn.Module, groupings: dict[str, ReplicaGrouping]

@@ -29,6 +29,9 @@ class Trainer(Protocol):
 # user model -> the training executor that owns its weights (at most one)
 _TRAINERS: weakref.WeakKeyDictionary[torch.nn.Module, weakref.ref[Trainer]] = \
     weakref.WeakKeyDictionary()
+# user model -> how many times a trainer wrote the device's weights into it (PopTorch's
+# `_host_weights_version`): an inferenceModel of the model re-uploads when it changes
+_HOST_VERSIONS: weakref.WeakKeyDictionary[torch.nn.Module, int] = weakref.WeakKeyDictionary()
 
 
 def trainer_of(model: torch.nn.Module) -> Trainer | None:
@@ -42,6 +45,16 @@ def sync_trainers_to_host(model: torch.nn.Module) -> None:
     trainer = trainer_of(model)
     if trainer is not None:
         trainer.copyWeightsToHostIfNeeded()
+
+
+def host_version(model: torch.nn.Module) -> int:
+    """How many times a trainer wrote its device weights into `model`."""
+    return _HOST_VERSIONS.get(model, 0)
+
+
+def wrote_to_host(model: torch.nn.Module) -> None:
+    """A trainer wrote its device weights into `model` (copyWeightsToHost)."""
+    _HOST_VERSIONS[model] = host_version(model) + 1
 
 
 class _SyncedModule:

@@ -2,12 +2,12 @@
 
 `DeviceWeights` is the collaborator PoplarExecutor holds for them
 (`executor._device_weights`): the NumPy array of each weight and buffer on the device
-(a replica-grouped weight's as (replicas, ...), `replica_grouping.device_array`), the
-host tensor each was uploaded from (its identity and `_version`, which is PopTorch's
-implicit weight sync) and whether the device changed buffers, or the optimizer changed
-weights, that the host has not seen. The executor says which host tensors are the
-weights and when to upload, sync or write back; calls replace arrays, never write into
-them, so a copy of the dict is a snapshot of the device state.
+(a replica-grouped weight's as (replicas, ...), `replica_grouping.device_array`) and
+whether the device changed buffers, or the optimizer changed weights, that the host has
+not seen. The executor says which host tensors are the weights and when to upload or
+write back (host-side changes reach the device only by an upload, as in PopTorch); calls
+replace arrays, never write into them, so a copy of the dict is a snapshot of the device
+state.
 """
 
 from __future__ import annotations
@@ -22,13 +22,11 @@ from poptorch._executor import replica_grouping as grouping
 
 class DeviceWeights:
     """The device arrays of a model's weights and buffers (`arrays`, read by the program
-    calls; replaced through `store_buffer` / `store_weights`) and their host tensors."""
+    calls; replaced through `store_buffer` / `store_weights`)."""
 
     def __init__(self) -> None:
         # weight or buffer name -> its device array
         self.arrays: dict[str, np.ndarray] = {}
-        # name -> the host tensor's (id, _version) when it was uploaded or written back
-        self._uploaded: dict[str, tuple[int, int]] = {}
         self.buffers_dirty = False  # the device changed buffers the host has not seen
         self.weights_dirty = False  # the optimizer changed weights the host has not seen
 
@@ -40,13 +38,11 @@ class DeviceWeights:
     def clear(self) -> None:
         """Drop every device array (a new program, or destroy())."""
         self.arrays.clear()
-        self._uploaded.clear()
 
     def _put(self, name: str, tensor: torch.Tensor,
              groupings: Mapping[str, grouping.ReplicaGrouping]) -> None:
         """Put a host weight on the device; a replica-grouped one as (replicas, ...)."""
         self.arrays[name] = grouping.device_array(tensor, groupings.get(name))
-        self._uploaded[name] = (id(tensor), tensor._version)
 
     def upload(self, hosts: Iterable[tuple[str, torch.Tensor]],
                groupings: Mapping[str, grouping.ReplicaGrouping]) -> None:
@@ -62,14 +58,6 @@ class DeviceWeights:
         the device holds values the host has not seen, stay as they are."""
         for name, tensor in hosts:
             self._put(name, tensor, groupings)
-
-    def sync(self, hosts: Iterable[tuple[str, torch.Tensor]],
-             groupings: Mapping[str, grouping.ReplicaGrouping]) -> None:
-        """Implicit sync: re-upload the host tensors changed (replaced, or written in
-        place) since they were last uploaded or written back."""
-        for name, tensor in hosts:
-            if self._uploaded.get(name) != (id(tensor), tensor._version):
-                self._put(name, tensor, groupings)
 
     def store_buffer(self, name: str, value: np.ndarray) -> None:
         """A buffer the program updated."""
@@ -90,13 +78,12 @@ class DeviceWeights:
         then each (name, host tensor) of `hosts` (replica 0's value of a per-replica
         array). The host is then up to date."""
         with torch.no_grad():
-            self._uploaded.update(grouping.write_to_host(model, groupings, self.arrays))
+            grouping.write_to_host(model, groupings, self.arrays)
             for name, host in hosts:
                 value = self.arrays[name]
                 if value.ndim > host.dim():  # per-replica buffers: replica 0's
                     value = value[0]
                 host.copy_(torch.from_numpy(np.array(value)).to(host.dtype))
-                self._uploaded[name] = (id(host), host._version)
         self.buffers_dirty = self.weights_dirty = False
 
     def snapshot(self) -> tuple[dict[str, np.ndarray], bool, bool]:

@@ -63,18 +63,52 @@ def test_plain_tensor_attributes_are_frozen():
     assert model.i.item() == 0.0
 
 
-def test_shallow_copy_shares_parameters_and_syncs_implicitly():
+def test_shallow_copy_shares_parameters_and_host_changes_need_copy_weights_to_device():
+    # spec 4.2.3: "you also need to explicitly copy the weights if you alter an already
+    # wrapped model parameter by some other means" (PopTorch uploads on attach only)
     torch.manual_seed(0)
     model = Linear()
     ipu = poptorch.inferenceModel(model)
     x = torch.randn(2, 4)
-    torch.testing.assert_close(ipu(x), model(x))
+    before = model(x)
+    torch.testing.assert_close(ipu(x), before)
     assert ipu.model.fc.weight is model.fc.weight
     with torch.no_grad():
-        model.fc.weight.mul_(2)  # changed on the host: the next call uploads it
+        model.fc.weight.mul_(2)  # changed on the host: the device keeps its copy
+        model.fc.bias.data = torch.zeros(3)  # replaced: the same
+    torch.testing.assert_close(ipu(x), before)
+    ipu.copyWeightsToDevice()
     torch.testing.assert_close(ipu(x), model(x))
     model.train()
     assert not ipu.model.training  # primitive attributes are not shared
+
+
+def test_inference_model_follows_a_training_model_of_the_same_module():
+    # spec 4.11 (listing 4.33): weights are implicitly copied from the training model
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3))
+    loss_model = _WithLoss(model)
+    trainer = poptorch.trainingModel(
+        loss_model, optimizer=torch.optim.SGD(loss_model.parameters(), lr=0.5))
+    validator = poptorch.inferenceModel(loss_model)
+    x, t = torch.randn(2, 4), torch.randn(2, 3)
+    first = validator(x)
+    trainer(x, t)
+    second = validator(x)
+    assert not torch.equal(first, second)
+    torch.testing.assert_close(second, model(x))  # the trained weights
+    trainer(x, t)
+    torch.testing.assert_close(validator(x), model(x))
+
+
+class _WithLoss(torch.nn.Module):
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x, target=None):
+        y = self.inner(x)
+        return y if target is None else (y, torch.nn.functional.mse_loss(y, target))
 
 
 def test_load_state_dict_uploads():
