@@ -117,7 +117,7 @@ class PoplarExecutor(user_api.ExecutorExtras):
     # ---- compilation ------------------------------------------------------------------
     def _check_alive(self) -> None:
         if self._destroyed:
-            raise Error("this model was destroyed; wrap the model again to use it",
+            raise Error("Model has been destroyed (destroy()): wrap the model again to use it",
                         type="executor")
 
     def _name(self) -> str:

@@ -339,7 +339,9 @@ USES = {
 def test_a_destroyed_model_refuses_every_use(destroyed, use):
     with pytest.raises(poptorch.Error) as err:
         USES[use](destroyed)
-    assert err.value.message == "this model was destroyed; wrap the model again to use it"
+    # "Model has ... been destroyed": PopTorch's words, which users search for
+    assert err.value.message == ("Model has been destroyed (destroy()): wrap the model "
+                                 "again to use it")
     assert err.value.type == "executor"
 
 

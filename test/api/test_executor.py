@@ -255,7 +255,7 @@ def test_executor_lifecycle():
     ipu(torch.randn(2, 4))  # attaches again
     assert ipu.isAttachedToDevice()
     ipu.destroy()
-    with pytest.raises(poptorch.Error, match="this model was destroyed"):
+    with pytest.raises(poptorch.Error, match="^Model has been destroyed"):
         ipu(torch.randn(2, 4))
 
 
