@@ -23,8 +23,7 @@ def inferenceModel(model: torch.nn.Module, options: Options | None = None  # noq
     shared with `model`, primitive attributes such as `training` are not. `model` may be
     another wrapper (such as a loaded training model): its model is wrapped.
     """
-    if isinstance(model, PoplarExecutor):  # spec listing 4.35: a wrapper's model
-        model = model._user_model
+    model = _user_model(model, "inferenceModel")
     return PoplarExecutor(model, options, training=False)
 
 
@@ -33,9 +32,31 @@ def trainingModel(model: torch.nn.Module, options: Options | None = None,  # noq
     """Wrap `model` for training on the IPU (spec 4.2.1): each call runs forward, loss,
     backward and the optimizer step. The default optimizer is SGD(lr=0.01); the default
     output mode returns the final batch's outputs."""
-    if isinstance(model, PoplarExecutor):
-        model = model._user_model
+    model = _user_model(model, "trainingModel")
+    if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+        raise Error(f"trainingModel: optimizer must be a torch.optim.Optimizer (poptorch.optim "
+                    f"or torch.optim) or None for SGD(lr=0.01), got {_named(optimizer)}",
+                    type="api")
+    if optimizer is None and next(iter(model.parameters()), None) is None:
+        raise Error("trainingModel: the model has no parameters, so there is nothing to "
+                    "train; use inferenceModel to run it", type="api")
     return TrainingExecutor(model, options, optimizer)
+
+
+def _user_model(model: Any, wrapper: str) -> torch.nn.Module:
+    """The torch.nn.Module to wrap: `model`, or the model of a wrapper (spec listing
+    4.35)."""
+    if isinstance(model, PoplarExecutor):
+        return model._user_model
+    if not isinstance(model, torch.nn.Module):
+        raise Error(f"{wrapper}: model must be a torch.nn.Module (or a model wrapped by "
+                    f"poptorch), got {_named(model)}", type="api")
+    return model
+
+
+def _named(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"a {type(value).__name__}"
 
 
 def load(filename: str, edit_opts_fn: Callable[[Options], Any] | None = None

@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 
 from poptorch import _logging
 from poptorch._compiler import cache, driver
-from poptorch._executor import batches, persistence, trainers, user_api
+from poptorch._executor import batches, input_check, persistence, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.device import DeviceLease
 from poptorch._executor.figures import MachineFigures
@@ -143,6 +143,7 @@ class PoplarExecutor(user_api.ExecutorExtras):
         self._compile(capture.flatten_inputs(args, kwargs), args, kwargs)
 
     def _compile(self, flat_and_spec, args, kwargs) -> None:
+        input_check.check_call(self._model, args, kwargs, *flat_and_spec)
         user_api.run_hooks(pre=True)  # registerPreCompileHook's
         opts = self._options
         batches.check_options(opts, self._steps())

@@ -9,6 +9,8 @@ PyTorch's terms (torch.int64, torch.Size([2, 4])).
 from __future__ import annotations
 
 import inspect
+import os
+import sys
 from collections import defaultdict
 from typing import Any
 
@@ -215,3 +217,58 @@ def check_values(values: list[Any], paths, in_constants: dict[int, Any],
                             f"{given_dtype(value)}")
         if problems:
             raise _changed(paths()[index], "; ".join(problems))
+
+
+# the leaves a call's inputs may have: tensors, and the values torch.export takes as
+# constants of the program
+_LEAVES = (torch.Tensor, bool, int, float, str, type(None), torch.dtype, torch.device)
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _call_site() -> str:
+    """The user's `file:line` that called into poptorch (the innermost frame outside the
+    poptorch package and torch), or ""."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(_PACKAGE) and f"{os.sep}torch{os.sep}" not in path:
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return ""
+
+
+def _takes(value: Any) -> bool:
+    """Whether a model can take `value` as an input leaf: a tensor, a constant, or a
+    module or function (a loss passed to forward, which the capture inlines)."""
+    return isinstance(value, _LEAVES) or callable(value)
+
+
+def check_call(model: torch.nn.Module, args: tuple, kwargs: dict, flat: list[Any],
+               spec: pytree.TreeSpec) -> None:
+    """The first call's inputs fit the model's forward (PyTorch's own rules for missing,
+    extra and repeated arguments) and are tensors, values torch.export takes as
+    constants, or modules and functions, inside tuples, lists and dicts: else an Error at
+    the user's call."""
+    try:
+        signature = inspect.signature(model.forward)
+    except (TypeError, ValueError):  # no signature (a builtin): torch.export will say
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise Error(f"the model's forward{signature} cannot take the inputs given: {err}",
+                        type="executor", location=_call_site()) from None
+    if all(_takes(v) for v in flat):
+        return
+    for path, value in match(flat, spec, spec, {}, Signature(model)):
+        if not _takes(value):
+            kind = f"{type(value).__module__}.{type(value).__qualname__}".removeprefix(
+                "builtins.")
+            hint = ("torch.from_numpy() makes a tensor of it" if kind.startswith("numpy.")
+                    else "register a poptorch.ICustomArgParser for its type to say which "
+                         "tensors it holds")
+            raise Error(f"input {path} has type {kind}; a model's inputs are tensors (or bool, "
+                        f"int, float, str or None, which become constants of the program) "
+                        f"in tuples, lists and dicts: {hint}",
+                        type="executor", location=_call_site())

@@ -212,6 +212,11 @@ class ExecutorExtras:
     """PoplarExecutor's methods for anchors, named buffers and its repr (a mixin: the
     executor's state is its own)."""
 
+    def setOptimizer(self, optimizer: Any) -> None:  # noqa: N802 - PopTorch's name
+        """An inference model has no optimizer (trainingModel's replaces this)."""
+        raise Error("setOptimizer: this is an inferenceModel, which has no optimizer; wrap "
+                    "the model with poptorch.trainingModel to train it", type="api")
+
     def _tensor_names(self, captured: Any) -> list[str]:
         base = [a.name if a.kind != "input" else f"input{a.name}" for a in captured.arguments]
         return anchor_names(base, captured.trainable if self._training else [])
