@@ -10,9 +10,14 @@ to the constructor, unless marked otherwise. On the IPU the optimizer runs as th
 `poptorch._compiler.optimizer_program` emits; the CPU `step()` ignores loss scaling and gradient
 clipping, which only act on the device.
 
-A training executor holding the optimizer's state on the device sets `_ipu_link` to an
-object with `state_dict() -> dict` and `load_state_dict(dict) -> None`; `state_dict()` and
-`load_state_dict()` then read and write the device state (spec 4.5.5).
+State dicts (spec 4.5.5) are PopTorch's: torch's "state" and "param_groups" (which LR
+schedulers use) with "ipu_state", the device's state tensors, and "ipu_param", the
+hyper-parameters in force on the device; both None until a training model holds the
+state. A training executor holding it sets `_ipu_link` to an object with
+`state_dict() -> dict` and `load_state_dict(dict) -> None`; `state_dict()` and
+`load_state_dict()` then read and write the device state. Unlinked, the optimizer keeps
+the "ipu_state" / "ipu_param" it loaded (or had when its training model let go of it),
+which the next training model compiled with it, or given it by setOptimizer, loads.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from poptorch.errors import Error
 
 ACCUM_TYPES = (torch.float16, torch.float32)
 _FLOAT32 = torch.float32
+IPU_KEYS = ("ipu_state", "ipu_param")  # what a state dict of a poptorch.optim optimizer adds
 
 
 class VariableAttributes:
@@ -74,6 +80,35 @@ def check_max_grad_norm(value: Any, where: str) -> None:
                     type="optimizer")
 
 
+def check_ipu_state_dict(state_dict: Any) -> None:
+    """Refuse what a poptorch.optim optimizer cannot load: PopTorch loads only its own
+    state dicts, which hold "ipu_state" and "ipu_param" (spec 4.5.5)."""
+    if not state_dict:
+        raise Error("Cannot load optimizer state dictionary because it is empty.",
+                    type="optimizer")
+    missing = [key for key in IPU_KEYS if key not in state_dict]
+    if missing:
+        raise Error("Only IPU optimizer states can be loaded onto the IPU. This state "
+                    f"dictionary has no {' or '.join(repr(k) for k in missing)}: it was not "
+                    "saved by a poptorch.optim optimizer (a CPU torch.optim optimizer's "
+                    "state_dict(), for one, has a different structure); load the "
+                    "state_dict() of a poptorch.optim optimizer, or load this one into "
+                    "the torch.optim optimizer it came from", type="optimizer")
+
+
+def load_torch_state(optimizer: torch.optim.Optimizer, state_dict: dict[str, Any]) -> None:
+    """Load torch's part of `state_dict` ("state", "param_groups") as torch does; a state
+    of other param groups is a poptorch.Error."""
+    torch_part = {k: v for k, v in state_dict.items() if k not in IPU_KEYS}
+    try:
+        torch.optim.Optimizer.load_state_dict(optimizer, torch_part)
+    except (KeyError, ValueError) as err:
+        what = f"it has no {err}" if isinstance(err, KeyError) else str(err)
+        raise Error(f"load_state_dict: the state does not fit this optimizer ({what}); "
+                    "load a state saved from an optimizer with the same param groups",
+                    type="optimizer") from None
+
+
 class _IpuOptimizer:
     """What the PopTorch optimizers add to torch's: extras, variable attributes, state link."""
 
@@ -111,23 +146,28 @@ class _IpuOptimizer:
         self.variable_attrs = VariableAttributes(
             [k for k in self.VARIABLES if args.get(k) is not None], list(self.VARIABLES))
         self._ipu_link = None
+        self._ipu_saved = dict.fromkeys(IPU_KEYS)
 
     def state_dict(self) -> dict[str, Any]:
-        """torch's state dict format; from the IPU once a training model holds the state."""
+        """PopTorch's state dict: "ipu_state" and "ipu_param" (the device's, once a training
+        model holds the state; None before) with torch's "state" and "param_groups"."""
         if self._ipu_link is not None:
             return self._ipu_link.state_dict()
-        return super().state_dict()
+        return {**self._ipu_saved, **super().state_dict()}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Load a state dict (into the IPU once a training model holds the state)."""
+        """Load a state dict a poptorch.optim optimizer's state_dict() returned (onto the
+        device once a training model holds the state, else on the next one to)."""
+        check_ipu_state_dict(state_dict)
         if self._ipu_link is not None:
             self._ipu_link.load_state_dict(state_dict)
         else:
-            super().load_state_dict(state_dict)
+            load_torch_state(self, state_dict)
+            self._ipu_saved = {key: state_dict[key] for key in IPU_KEYS}
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        for name in [*self.OPTIMIZER_EXTRAS, "variable_attrs"]:
+        for name in [*self.OPTIMIZER_EXTRAS, "variable_attrs", "_ipu_saved"]:
             state[name] = getattr(self, name)
         return state
 
@@ -135,6 +175,7 @@ class _IpuOptimizer:
         # torch's load_state_dict() goes through __setstate__: a device link stays
         super().__setstate__(state)
         self.__dict__.setdefault("_ipu_link", None)
+        self.__dict__.setdefault("_ipu_saved", dict.fromkeys(IPU_KEYS))
 
 
 _COMMON = {"loss_scaling": 1.0, "accum_type": _FLOAT32,

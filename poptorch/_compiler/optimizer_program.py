@@ -11,7 +11,10 @@ one `ipu.*_step` op per weight. Optimizer-wide hyper-parameters have the group i
 
 State tensors use torch's keys (`exp_avg`, `momentum_buffer`, `step`, ...); SGD's
 `momentum_buffer` is stored times `velocity_scaling` with `use_combined_accum`, and its
-`step` only says whether the buffer has started (torch's state has no SGD step).
+`step` only says whether the buffer has started (torch's state has no SGD step). In a
+state dict's "ipu_state" (spec 4.5.5) they are named `<parameter>.<state key>`
+(`fc.weight.exp_avg`); in "ipu_param" the hyper-parameters are named as the optimizer's
+attributes (`loss_scaling`) or `param_groups.<group>.<name>` (`param_groups.0.lr`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -51,15 +54,28 @@ _GROUP_HYPERS = {
 _GLOBAL_HYPERS = {"loss_scaling": 1.0, "max_grad_norm": math.inf, "max_weight_norm": math.inf}
 _GROUP_FLAGS = {"sgd": ("nesterov",), "adam": ("decoupled_weight_decay",),
                 "rmsprop": ("centered",), "lamb": ()}
-_GLOBAL_FLAGS = ("bias_correction", "use_tf_variant", "use_combined_accum", "accum_type",
-                 "velocity_accum_type", "first_order_momentum_accum_type",
-                 "second_order_momentum_accum_type")
+# optimizer-wide structural attributes, with their value for optimizers without them
+_GLOBAL_FLAGS = {"bias_correction": True, "use_tf_variant": False, "use_combined_accum": False,
+                 "accum_type": torch.float32, "velocity_accum_type": torch.float32,
+                 "first_order_momentum_accum_type": torch.float32,
+                 "second_order_momentum_accum_type": torch.float32}
 _UNSUPPORTED = ("amsgrad", "maximize")
+
+
+def _builtin(optimizer: Any) -> type | None:
+    """The optimizer class the device implements that `optimizer` is (or subclasses)."""
+    return next((c for c in type(optimizer).__mro__ if c in _BUILTINS), None)
+
+
+def _public_name(cls: type) -> str:
+    """`poptorch.optim.SGD`, `torch.optim.SGD` (not torch.optim.sgd.SGD), or a user's class."""
+    module = "torch.optim" if cls.__module__.startswith("torch.optim.") else cls.__module__
+    return f"{module}.{cls.__qualname__}"
 
 
 def describe(optimizer: torch.optim.Optimizer) -> OptimizerSpec:
     """Validate `optimizer` and record what its `optimizer_step` program needs."""
-    builtin = next((c for c in type(optimizer).__mro__ if c in _BUILTINS), None)
+    builtin = _builtin(optimizer)
     if builtin is None:
         names = ", ".join(sorted({f"{c.__module__}.{c.__name__}" for c in _BUILTINS}))
         raise Error(f"optimizer {type(optimizer).__name__} is not supported on the IPU; "
@@ -97,11 +113,15 @@ class OptimizerSpec:
 
     `constants` maps (group, name) to each constant hyper-parameter's value, `momentum`
     says which groups keep a momentum buffer, `accum_type` is the NumPy dtype PopTorch's
-    `accum_type` asks the executor to accumulate gradients in.
+    `accum_type` asks the executor to accumulate gradients in. `kind` is the optimizer the
+    program implements (SGD, Adam, AdamW, RMSprop or LAMB, from poptorch.optim or
+    torch.optim alike), `compiled_with` the class it was described from.
     """
 
     def __init__(self, optimizer: torch.optim.Optimizer, builtin: type) -> None:
         self.family = _BUILTINS[builtin]
+        self.kind = builtin.__name__
+        self.compiled_with = _public_name(type(optimizer))
         self.groups = len(optimizer.param_groups)
         self.combined = bool(getattr(optimizer, "use_combined_accum", False))
         hypers = [h for h in _GROUP_HYPERS[self.family]
@@ -117,6 +137,7 @@ class OptimizerSpec:
         used = [(g, n) for g, n in keys if n not in ("momentum", "dampening")
                 or self.momentum[g]]
         self._layout = [k for k in used if k in variable]
+        self._in_force = [k for k in used if k in variable or k in self.constants]
         self.accum_type = self._dtype("accum_type")
         self.params: list[Param] | None = None
 
@@ -149,30 +170,42 @@ class OptimizerSpec:
         """The factor the executor scales the loss by."""
         return self.current(optimizer, GLOBAL, "loss_scaling")
 
-    def check_constants(self, optimizer: torch.optim.Optimizer) -> None:
-        """Raise poptorch.Error if a constant or structural attribute changed since describe."""
+    def in_force(self, hyper: Iterable[np.ndarray]) -> dict[tuple[int, str], float]:
+        """Every hyper-parameter the program uses, given the variable ones' values `hyper`
+        (in `hyper_layout` order): the device's, which setOptimizer sets."""
+        values = {**self.constants, **dict(zip(self._layout, map(float, hyper), strict=True))}
+        return {k: values[k] for k in self._in_force}
+
+    def device_loss_scaling(self, hyper: Iterable[np.ndarray]) -> float:
+        """The loss scaling the program un-scales the gradients by, given `hyper`."""
+        return self.in_force(hyper)[(GLOBAL, "loss_scaling")]
+
+    def check_constants(self, optimizer: torch.optim.Optimizer, where: str = "") -> None:
+        """Raise poptorch.Error if the optimizer is not of the kind described, or a constant
+        or structural attribute changed since describe; `where` prefixes the messages."""
+        builtin = _builtin(optimizer)
+        if builtin is None or builtin.__name__ != self.kind:
+            raise Error(f"{where}the model was compiled with {self.compiled_with}; cannot "
+                        f"change to {_public_name(type(optimizer))} after compilation; wrap "
+                        "the model again (poptorch.trainingModel) with the new optimizer",
+                        type="optimizer")
         if len(optimizer.param_groups) != self.groups:
-            raise Error(f"the optimizer has {len(optimizer.param_groups)} param groups, but "
-                        f"the model was compiled for {self.groups}")
+            raise Error(f"{where}the optimizer has {len(optimizer.param_groups)} param groups, "
+                        f"but the model was compiled for {self.groups}", type="optimizer")
         for (g, name), value in self.constants.items():
             if (now := self.current(optimizer, g, name)) != value:
-                hint = (f"mark it variable before compiling: optimizer.variable_attrs."
-                        f"markAsVariable('{_attr(name)}')"
-                        if isinstance(optimizer, optim._IpuOptimizer) else
-                        f"torch.optim optimizers treat attributes left at their default as "
-                        f"constant: pass {_attr(name)} to the constructor, or use poptorch.optim")
-                raise Error(f"{_where(g)}{name} changed from {value} to {now}, but it is a "
-                            f"constant of the compiled model; {hint}")
+                raise Error(f"{where}{_where(g)}{name} changed from {value} to {now}, but it "
+                            f"is a constant of the compiled model; "
+                            f"{_constant_hint(optimizer, name)}", type="optimizer")
         for (g, name), now in self._flags(optimizer).items():
             if now != (value := self.flags.get((g, name))):
-                raise Error(f"{_where(g)}{name} changed from {value} to {now}; it decides the "
-                            "structure of the compiled optimizer, so it cannot change after "
-                            "compilation")
+                raise Error(f"{where}{_where(g)}{name} changed from {value} to {now}; it "
+                            "decides the structure of the compiled optimizer, so it cannot "
+                            "change after compilation", type="optimizer")
 
     def _flags(self, optimizer: torch.optim.Optimizer) -> dict[tuple[int, str], Any]:
-        flags = {(GLOBAL, n): getattr(optimizer, n) for n in _GLOBAL_FLAGS
-                 if hasattr(optimizer, n)}
-        flags[(GLOBAL, "class")] = type(optimizer).__name__
+        flags = {(GLOBAL, n): getattr(optimizer, n, default)
+                 for n, default in _GLOBAL_FLAGS.items()}
         for g, group in enumerate(optimizer.param_groups):
             names = (*_GROUP_FLAGS[self.family], *_UNSUPPORTED)
             flags.update({(g, n): bool(group.get(n, False)) for n in names})
@@ -246,6 +279,12 @@ class OptimizerSpec:
                 scale = self.current(optimizer, g, "velocity_scaling") if self.combined else 1.0
                 state[(name, "momentum_buffer")] = np.asarray(held["momentum_buffer"]) * scale
                 state[(name, "step")] = 1.0
+        for (name, key), value in state.items():
+            if np.size(value) != fresh[(name, key)].size:
+                raise Error(f"the optimizer's state of parameter {name} ({key}) has shape "
+                            f"{list(np.shape(value))}, but the parameter's has "
+                            f"{list(fresh[(name, key)].shape)}; load an optimizer state "
+                            "saved from the same model", type="optimizer")
         return {k: np.asarray(v).astype(fresh[k].dtype).reshape(fresh[k].shape)
                 for k, v in state.items()}
 
@@ -271,8 +310,85 @@ class OptimizerSpec:
                         ) -> dict[tuple[str, str], np.ndarray]:
         """Load a torch-format state dict into `optimizer` (param groups and state) and
         return the device state it describes (call `check_constants` afterwards)."""
-        torch.optim.Optimizer.load_state_dict(optimizer, state_dict)
+        optim.load_torch_state(optimizer, state_dict)
         return self.initial_state(weights, optimizer, parameters)
+
+    def ipu_state(self, device_state: Mapping[tuple[str, str], np.ndarray],
+                  extra: Mapping[str, np.ndarray] | None = None) -> dict[str, torch.Tensor]:
+        """A state dict's "ipu_state": the device's state tensors by `<parameter>.<key>`,
+        then the executor's own `extra` state (copies)."""
+        named = {f"{name}.{key}": device_state[(name, key)] for name, key in self.state_layout()}
+        return {k: torch.from_numpy(np.array(v)) for k, v in {**named, **(extra or {})}.items()}
+
+    def ipu_param(self, hyper: Iterable[np.ndarray]) -> dict[str, torch.Tensor]:
+        """A state dict's "ipu_param": the hyper-parameters in force on the device (`hyper`,
+        the variable ones' values, and the constants) as 0-d float32 tensors."""
+        return {_param_key(*k): torch.tensor(v, dtype=torch.float32)
+                for k, v in self.in_force(hyper).items()}
+
+    def restore(self, optimizer: torch.optim.Optimizer,
+                device_state: Mapping[tuple[str, str], np.ndarray], hyper: list[np.ndarray],
+                ipu_state: Any, ipu_param: Any, extra: Mapping[str, np.ndarray] | None = None,
+                ) -> tuple[dict[tuple[str, str], np.ndarray], list[np.ndarray],
+                           dict[str, np.ndarray]]:
+        """The device state, variable hyper-parameters and `extra` state with a loaded state
+        dict's "ipu_state" and "ipu_param" (None: nothing) in place of theirs; what these
+        lack keeps its value (as in PopTorch). poptorch.Error, naming the entry, for one
+        the compiled optimizer does not have, of another shape, or changing a constant."""
+        state, hyper, extra = dict(device_state), list(hyper), dict(extra or {})
+        names = {f"{name}.{key}": (name, key) for name, key in self.state_layout()}
+        for key, value in _entries("ipu_state", ipu_state):
+            if key not in names and key not in extra:
+                raise self._unknown_state(key)
+            fresh = state[names[key]] if key in names else extra[key]
+            array = _array("ipu_state", key, value)
+            if array.shape != fresh.shape:
+                owner = f"{names[key][0]}'s {names[key][1]}" if key in names else key
+                raise Error(f"ipu_state: '{key}' has shape {list(array.shape)} in the loaded "
+                            f"state, but {owner} has shape {list(fresh.shape)} in this model; "
+                            "load an optimizer state saved from the same model",
+                            type="optimizer")
+            if key in names:
+                state[names[key]] = array.astype(fresh.dtype)
+            else:
+                extra[key] = array.astype(fresh.dtype)
+        variable = {_param_key(*k): i for i, k in enumerate(self._layout)}
+        constant = {_param_key(*k): k for k in self._in_force if k in self.constants}
+        for key, value in _entries("ipu_param", ipu_param):
+            array = _array("ipu_param", key, value)
+            if array.shape != ():
+                raise Error(f"ipu_param: '{key}' must be a number (a 0-d tensor), but it has "
+                            f"shape {list(array.shape)}", type="optimizer")
+            if key in variable:
+                hyper[variable[key]] = array.astype(np.float32)
+            elif key in constant:
+                g, name = constant[key]
+                if np.float32(array) != np.float32(value := self.constants[(g, name)]):
+                    raise Error(f"ipu_param: '{key}' is {float(array):g} in the loaded state, "
+                                f"but {name} is a constant of the compiled model, "
+                                f"{value:g}; {_constant_hint(optimizer, name)}",
+                                type="optimizer")
+            else:
+                raise Error(f"ipu_param: the loaded state has '{key}', which is not a "
+                            f"hyper-parameter of the compiled {self.compiled_with} (it has "
+                            f"{', '.join(_param_key(*k) for k in self._in_force)}); load a "
+                            "state saved with the same optimizer and param groups",
+                            type="optimizer")
+        return state, hyper, extra
+
+    def _unknown_state(self, key: str) -> Error:
+        trained = [name for name, _, _ in self._params()]
+        owner = max((n for n in trained if key.startswith(n + ".")), key=len, default=None)
+        if owner is None:
+            return Error(f"ipu_state: the loaded state has '{key}', but parameter "
+                         f"{key.rpartition('.')[0] or key} is not a parameter this model "
+                         "trains; load an optimizer state saved from the same model (and "
+                         "options)", type="optimizer")
+        keys = [k for name, k in self.state_layout() if name == owner]
+        return Error(f"ipu_state: the loaded state has '{key}', but the compiled "
+                     f"{self.compiled_with} keeps {', '.join(keys) or 'no state'} for "
+                     f"parameter {owner}; load a state saved with the same optimizer settings",
+                     type="optimizer")
 
     def emit(self, module: ir.Module, params: list[Param]) -> None:
         """Append `func.func @optimizer_step` (weights, gradients, states, hyper-parameters
@@ -284,6 +400,38 @@ class OptimizerSpec:
 
 def _where(group: int) -> str:
     return "" if group == GLOBAL else f"param group {group}: "
+
+
+def _param_key(group: int, name: str) -> str:
+    """A hyper-parameter's name in "ipu_param"."""
+    return name if group == GLOBAL else f"param_groups.{group}.{name}"
+
+
+def _constant_hint(optimizer: torch.optim.Optimizer, name: str) -> str:
+    """How to make hyper-parameter `name` a variable (changeable after compilation)."""
+    if isinstance(optimizer, optim._IpuOptimizer):
+        return (f"mark it variable before compiling: optimizer.variable_attrs."
+                f"markAsVariable('{_attr(name)}')")
+    return (f"torch.optim optimizers treat attributes left at their default as constant: "
+            f"pass {_attr(name)} to the constructor, or use poptorch.optim")
+
+
+def _entries(what: str, entries: Any) -> list[tuple[str, Any]]:
+    """The (name, value) pairs of a state dict's "ipu_state" or "ipu_param" (None: none)."""
+    if entries is None:
+        return []
+    if not isinstance(entries, Mapping):
+        raise Error(f"{what} must be a dict of tensors by name, as state_dict() returns it, "
+                    f"got {type(entries).__name__}", type="optimizer")
+    return list(entries.items())
+
+
+def _array(what: str, key: Any, value: Any) -> np.ndarray:
+    array = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value)
+    if array.dtype.kind not in "fiub":
+        raise Error(f"{what}: '{key}' must be a tensor, got {type(value).__name__}",
+                    type="optimizer")
+    return array
 
 
 _STEP_OPS = {"sgd": ops.SgdMomentumStepOp, "adam": ops.AdamStepOp,

@@ -8,12 +8,16 @@ gradients are accumulated (running or post mean, or sum), reduced over replicas 
 (`_compiler/optimizer_program.py`). Weights stay on the device; the host model is
 updated lazily: on `copyWeightsToHost`, when the host model's parameters or state_dict
 are read, and before an `inferenceModel` of the same module runs (`trainers.py`).
+
+The optimizer's state also stays on the device; the optimizer's state_dict() and
+load_state_dict() read and write it (spec 4.5.5, `_OptimizerLink`).
 """
 
 from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,7 +38,7 @@ from poptorch.dialects.structure import AllReduceOp
 from poptorch.dialects.types import element_type_of
 from poptorch.enums import MeanReductionStrategy, ReductionType
 from poptorch.errors import Error
-from poptorch.optim import _IpuOptimizer
+from poptorch.optim import IPU_KEYS, _IpuOptimizer, load_torch_state
 from poptorch.options import Options
 from poptorch.runtime.jit.program import Program, compile_module
 
@@ -65,7 +69,19 @@ class OptimizerState:
 
     def copy(self) -> OptimizerState:
         """A copy a call does not change (it replaces arrays, never writes into them)."""
-        return replace(self, arrays=dict(self.arrays))
+        return replace(self, arrays=dict(self.arrays), hyper=list(self.hyper))
+
+    # its part beyond the optimizer's, in a state dict's "ipu_state"
+    AUTO_SCALE, GOOD_STEPS = "automatic_loss_scaling.scale", "automatic_loss_scaling.good_steps"
+
+    def automatic(self) -> dict[str, np.ndarray]:
+        """The automatic loss scaling state, as arrays."""
+        return {self.AUTO_SCALE: np.asarray(self.auto_scale, np.float64),
+                self.GOOD_STEPS: np.asarray(self.good_steps, np.int64)}
+
+    def set_automatic(self, values: Mapping[str, np.ndarray]) -> None:
+        self.auto_scale = float(values[self.AUTO_SCALE])
+        self.good_steps = int(values[self.GOOD_STEPS])
 
 
 class TrainingExecutor(PoplarExecutor):
@@ -94,6 +110,16 @@ class TrainingExecutor(PoplarExecutor):
 
     # ---- the optimizer ------------------------------------------------------------------
     def _compile_extra(self) -> None:
+        """The optimizer's programs and device state; a refusal leaves the model
+        uncompiled (as a refusal before)."""
+        try:
+            self._compile_optimizer()
+        except Error:
+            self._compiled = self._programs = self._optimizer_state = None
+            raise
+
+    def _compile_optimizer(self) -> None:
+        self._check_in_model(self._optimizer, "trainingModel")
         spec = describe(self._optimizer)
         self._check_grouped_clipping(spec)
         captured = self._compiled.captured
@@ -121,10 +147,17 @@ class TrainingExecutor(PoplarExecutor):
         del context
         weights = {name: grouping.per_group(self._groupings, name, arrays[name])
                    for name in captured.trainable}
-        self._optimizer_state = OptimizerState(
-            spec.initial_state(weights, self._optimizer, self._parameters()),
-            spec.hyper_values(self._optimizer),
+        # a poptorch.optim optimizer's "ipu_state" (loaded, or kept from a previous model),
+        # else what torch's state holds (after CPU steps or torch's load_state_dict)
+        saved = self._optimizer.state_dict() \
+            if isinstance(self._optimizer, _IpuOptimizer) else {}
+        host = () if saved.get("ipu_state") is not None else (self._optimizer,
+                                                                self._parameters())
+        state = OptimizerState(
+            spec.initial_state(weights, *host), spec.hyper_values(self._optimizer),
             spec.loss_scaling(self._optimizer))  # the automatic loss scale starts there
+        self._restore_saved(state, saved, self._optimizer)
+        self._optimizer_state = state
         self._link_optimizer(self._optimizer)
 
     def _compile_summing(self) -> tuple[frozenset[str], Program | None]:
@@ -150,10 +183,35 @@ class TrainingExecutor(PoplarExecutor):
     def _main_program(self) -> Program:
         return self._programs.summing or self._compiled.program
 
-    def _param_groups(self) -> dict[int, int]:
-        """id(parameter) -> index of its param group in the optimizer."""
-        return {id(p): index for index, group in enumerate(self._optimizer.param_groups)
+    def _param_groups(self, optimizer: torch.optim.Optimizer | None = None) -> dict[int, int]:
+        """id(parameter) -> index of its param group in the optimizer (or `optimizer`)."""
+        optimizer = self._optimizer if optimizer is None else optimizer
+        return {id(p): index for index, group in enumerate(optimizer.param_groups)
                 for p in group["params"]}
+
+    def _check_in_model(self, optimizer: torch.optim.Optimizer, where: str) -> None:
+        """The optimizer must hold only parameters of the model (frozen ones included):
+        any other would silently not train."""
+        ours = {id(p) for p in torch.nn.Module.parameters(self._model)}
+        for i, group in enumerate(optimizer.param_groups):
+            for j, p in enumerate(group["params"]):
+                if id(p) not in ours:
+                    raise Error(f"{where}: param group {i}, parameter {j} of the optimizer "
+                                f"(a tensor of shape {list(p.shape)}) is not a parameter of "
+                                "the model being trained; give the optimizer only the "
+                                "model's parameters (model.parameters())", type="optimizer")
+
+    def _check_same_groups(self, optimizer: torch.optim.Optimizer) -> None:
+        """Each trained parameter keeps its param group: the program was compiled for it."""
+        groups = self._param_groups(optimizer)
+        for name, compiled, _ in self._programs.spec.params:
+            now = groups.get(id(self._model.get_parameter(name)), 0)
+            if now != compiled:
+                raise Error(f"setOptimizer: parameter {name} is in param group {now} of the "
+                            f"new optimizer, but the model was compiled with it in param "
+                            f"group {compiled}; keep each parameter in its group, or wrap the "
+                            "model again (poptorch.trainingModel) with the new optimizer",
+                            type="optimizer")
 
     def _optimizer_slots(self) -> dict[str, int]:
         spec, groups = describe(self._optimizer), self._param_groups()
@@ -202,26 +260,52 @@ class TrainingExecutor(PoplarExecutor):
         """Make the optimizer's state_dict()/load_state_dict() use the device state:
         poptorch.optim classes through their `_ipu_link`, torch.optim ones through
         instance methods (PopTorch patches them in the same way)."""
-        link = _OptimizerLink(self)
+        link = _OptimizerLink(self, optimizer)
         optimizer._ipu_link = link
         if not isinstance(optimizer, _IpuOptimizer):
             optimizer.state_dict = link.state_dict
             optimizer.load_state_dict = link.load_state_dict
 
     @staticmethod
-    def _unlink_optimizer(optimizer: torch.optim.Optimizer) -> None:
-        """Undo `_link_optimizer`: state_dict()/load_state_dict() are the host's again."""
+    def _unlink_optimizer(optimizer: torch.optim.Optimizer, state_dict: dict | None) -> None:
+        """Undo `_link_optimizer`: the optimizer keeps `state_dict` (the device's last; None:
+        none) on the host, as torch keeps it (a poptorch.optim one, its "ipu_state" and
+        "ipu_param" too); its state_dict()/load_state_dict() are the host's again."""
         optimizer._ipu_link = None
         if not isinstance(optimizer, _IpuOptimizer):
             for name in ("_ipu_link", "state_dict", "load_state_dict"):
                 optimizer.__dict__.pop(name, None)
+        if state_dict is None:
+            return
+        if isinstance(optimizer, _IpuOptimizer):
+            optimizer.load_state_dict(state_dict)
+        else:
+            load_torch_state(optimizer, state_dict)
+
+    def _let_go(self, optimizer: torch.optim.Optimizer) -> None:
+        """If the optimizer (this model's) reads this model's device state, it keeps the
+        device's last state on the host from now on."""
+        link = getattr(optimizer, "_ipu_link", None)
+        if link is not None and link.serves(self):
+            self._unlink_optimizer(optimizer, link.state_dict())
 
     def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:  # noqa: N802
-        """Apply the optimizer's new variable hyper-parameters without recompiling."""
+        """Apply the optimizer's new variable hyper-parameters without recompiling. Another
+        optimizer object takes over the device state; its own (loaded by load_state_dict)
+        replaces it, as in PopTorch; the previous one keeps the device's last on the host."""
         self._check_alive()
+        self._check_in_model(optimizer, "setOptimizer")
         if self._compiled is not None:
-            self._programs.spec.check_constants(optimizer)
-            self._optimizer_state.hyper = self._programs.spec.hyper_values(optimizer)
+            spec = self._programs.spec
+            spec.check_constants(optimizer, "setOptimizer: ")
+            self._check_same_groups(optimizer)
+            state = self._optimizer_state.copy()
+            state.hyper = spec.hyper_values(optimizer)
+            if optimizer is not self._optimizer:
+                if isinstance(optimizer, _IpuOptimizer):
+                    self._restore_saved(state, optimizer.state_dict(), optimizer)
+                self._let_go(self._optimizer)
+            self._optimizer_state = state
             self._link_optimizer(optimizer)
         self._optimizer = optimizer
 
@@ -239,11 +323,8 @@ class TrainingExecutor(PoplarExecutor):
         """destroy(): the optimizer's state goes to the host optimizer (as torch keeps
         it), which no longer reads the device; the optimizer's programs and state, and the
         model's link to this executor, are dropped."""
-        link = getattr(self._optimizer, "_ipu_link", None)
-        if self._compiled is not None and link is not None and link.serves(self):
-            state = link.state_dict()
-            self._unlink_optimizer(self._optimizer)
-            torch.optim.Optimizer.load_state_dict(self._optimizer, state)
+        if self._compiled is not None:
+            self._let_go(self._optimizer)
         trainers.unregister(self._user_model, self)
         self._programs = self._optimizer_state = None
         super()._release()
@@ -262,10 +343,13 @@ class TrainingExecutor(PoplarExecutor):
         half = getattr(self._optimizer, "accum_type", torch.float32) == torch.float16
         return MeanReductionStrategy.Running if half else MeanReductionStrategy.Post
 
+    def _loss_scaling(self) -> float:
+        """The loss scaling in force on the device (setOptimizer, load_state_dict set it)."""
+        return self._programs.spec.device_loss_scaling(self._optimizer_state.hyper)
+
     def _loss_seed(self) -> np.ndarray:
         scaling = self._optimizer_state.auto_scale \
-            if self._options.Training.automatic_loss_scaling \
-            else self._programs.spec.loss_scaling(self._optimizer)
+            if self._options.Training.automatic_loss_scaling else self._loss_scaling()
         return np.full(self._compiled.captured.loss_shape, scaling, dtype=np.float32)
 
     # Automatic loss scaling (setAutomaticLossScaling): a dynamic scale that halves on a
@@ -280,7 +364,7 @@ class TrainingExecutor(PoplarExecutor):
             state.auto_scale /= 2
             state.good_steps = 0
             return False
-        factor = self._programs.spec.loss_scaling(self._optimizer) / state.auto_scale
+        factor = self._loss_scaling() / state.auto_scale
         for g in grads:
             g *= g.dtype.type(factor)
         state.good_steps += 1
@@ -369,36 +453,76 @@ class TrainingExecutor(PoplarExecutor):
 
     # ---- the optimizer's state_dict (`_OptimizerLink`) ----------------------------------
     def _optimizer_state_dict(self) -> dict:
-        """torch's state dict of the optimizer, holding the device's state."""
-        return self._programs.spec.state_dict(self._optimizer, self._optimizer_state.arrays,
-                                              self._parameters())
+        """The optimizer's state dict holding the device's state: torch's (which it also
+        puts in `optimizer.state`), and for poptorch.optim, "ipu_state" and "ipu_param"."""
+        spec, state = self._programs.spec, self._optimizer_state
+        torch_part = spec.state_dict(self._optimizer, state.arrays, self._parameters())
+        if not isinstance(self._optimizer, _IpuOptimizer):
+            return torch_part
+        automatic = state.automatic() if self._options.Training.automatic_loss_scaling else {}
+        return {"ipu_state": spec.ipu_state(state.arrays, automatic),
+                "ipu_param": spec.ipu_param(state.hyper), **torch_part}
+
+    def _restore_saved(self, state: OptimizerState, saved: dict,
+                       optimizer: torch.optim.Optimizer) -> None:
+        """Put a state dict's "ipu_state" and "ipu_param" (if any) of `optimizer` in
+        `state`."""
+        automatic = state.automatic() if self._options.Training.automatic_loss_scaling else {}
+        state.arrays, state.hyper, automatic = self._programs.spec.restore(
+            optimizer, state.arrays, state.hyper, saved.get("ipu_state"),
+            saved.get("ipu_param"), automatic)
+        if automatic:
+            state.set_automatic(automatic)
 
     def _load_optimizer_state_dict(self, state_dict: dict) -> None:
-        """Make `state_dict` (torch's) the device's optimizer state."""
-        spec = self._programs.spec
-        arrays = self._device_weights.arrays
-        weights = {name: grouping.per_group(self._groupings, name, arrays[name])
-                   for name in self._compiled.captured.trainable}
-        self._optimizer_state.arrays = spec.load_state_dict(
-            self._optimizer, state_dict, weights, self._parameters())
-        spec.check_constants(self._optimizer)
+        """Make `state_dict` the device's optimizer state: its "ipu_state" and "ipu_param"
+        where it has them (a poptorch.optim optimizer's), else torch's "state". The
+        optimizer loads torch's part (LR schedulers read its param groups). Nothing
+        changes if it cannot be loaded."""
+        optimizer, spec = self._optimizer, self._programs.spec
+        state = self._optimizer_state.copy()
+        self._restore_saved(state, state_dict, optimizer)
+        before = {"state": optimizer.state, "param_groups": optimizer.param_groups}
+        try:
+            load_torch_state(optimizer, state_dict)
+            spec.check_constants(optimizer, "load_state_dict: ")
+            if state_dict.get(IPU_KEYS[0]) is None:  # torch's state is the state
+                arrays = self._device_weights.arrays
+                weights = {name: grouping.per_group(self._groupings, name, arrays[name])
+                           for name in self._compiled.captured.trainable}
+                state.arrays = spec.initial_state(weights, optimizer, self._parameters())
+        except Error:
+            optimizer.__setstate__(before)  # torch's load replaced both
+            raise
+        self._optimizer_state = state
 
 
 class _OptimizerLink:
     """Makes the optimizer's state_dict() / load_state_dict() read and write the device's
-    optimizer state (spec 4.5.5)."""
+    optimizer state (spec 4.5.5). Neither object keeps the other alive."""
 
-    def __init__(self, executor: TrainingExecutor) -> None:
+    def __init__(self, executor: TrainingExecutor, optimizer: torch.optim.Optimizer) -> None:
         self._executor = weakref.ref(executor)
+        self._optimizer = weakref.ref(optimizer)
 
     def serves(self, executor: TrainingExecutor) -> bool:
         return self._executor() is executor
 
+    def _live(self) -> TrainingExecutor:
+        executor = self._executor()
+        if executor is None:  # the optimizer is the host's again
+            TrainingExecutor._unlink_optimizer(self._optimizer(), None)
+            raise Error("the training model that held this optimizer's state on the device "
+                        "was deleted without destroy(), and the state with it; keep the "
+                        "trainingModel, or call its destroy(), which leaves the state with "
+                        "the optimizer", type="optimizer")
+        return executor
+
     def state_dict(self) -> dict:
-        return self._executor()._optimizer_state_dict()
+        return self._live()._optimizer_state_dict()
 
     def load_state_dict(self, state_dict: dict) -> None:
-        self._executor()._load_optimizer_state_dict(state_dict)
+        self._live()._load_optimizer_state_dict(state_dict)
 
 
 def _tensor_type(array: np.ndarray) -> ir.RankedTensorType:
