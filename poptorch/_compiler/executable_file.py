@@ -300,9 +300,9 @@ def _inconsistency(captured: Any, results: int, arguments: int) -> str:
         captured.constants)
     if missing:
         return f"constants {sorted(missing)} are missing"
-    buffers = {a.name for a in captured.arguments if a.kind == "buffer"}
-    if not set(captured.mutated_buffers) <= buffers:
-        return "a mutated buffer is not a buffer argument"
+    weights = {a.name for a in captured.arguments if a.kind in ("buffer", "parameter")}
+    if not set(captured.mutated_buffers) <= weights:
+        return "a mutated buffer is not a buffer or parameter argument"
     if training:
         result_kinds = {kind for kind, _ in captured.results}
         params = {a.name for a in captured.arguments if a.kind == "parameter"}

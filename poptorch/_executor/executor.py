@@ -286,9 +286,10 @@ class PoplarExecutor(user_api.ExecutorExtras):
 
     def _written_back(self):
         """(name, host tensor) of what copyWeightsToHost writes beyond the replica-grouped
-        parameters: inference's mutated buffers."""
-        return ((name, self._model.get_buffer(name))
-                for name in self._compiled.captured.mutated_buffers)
+        parameters: inference's buffers and parameters updated in place."""
+        mutated = set(self._compiled.captured.mutated_buffers)
+        return ((arg.name, self._host_tensor(arg)) for arg in self._weights()
+                if arg.name in mutated and arg.name not in self._groupings)
 
     def copyWeightsToHostIfNeeded(self) -> bool:  # noqa: N802
         """Copy device weights to the host if the device changed them; True if it did."""
@@ -401,9 +402,8 @@ class PoplarExecutor(user_api.ExecutorExtras):
         return user_api.guard_outputs(result)
 
     def _before_run(self) -> None:
-        """Inference: a trainingModel of the same model has newer weights: copy them to
-        the host, then to this device (PopTorch's implicit sync between the two). Other
-        host-side changes reach the device by copyWeightsToDevice only (spec 4.2.3)."""
+        """Inference: a trainingModel of the same model's newer weights go to the host,
+        then here; other host changes only by copyWeightsToDevice (spec 4.2.3)."""
         trainers.sync_trainers_to_host(self._user_model)
         if trainers.host_version(self._user_model) != self._host_version:
             self._upload_weights()

@@ -7,6 +7,9 @@ a function argument, in the exported graph's placeholder order. poptorch annotat
 (`Block` and friends) set `node.meta["custom"]` through `torch.fx.traceback.annotate`;
 `AnnotatingNodeImporter` carries them in fused-location metadata, which survives
 torch-mlir's rewrites, and the `ipu-import-annotations` pass turns them into attributes.
+Buffers and parameters the model updates in place (a BatchNorm's statistics, a
+weight rescaled under `torch.no_grad()`) lead the program's results, as PopTorch
+updates both in place on the device (its `update_param_inplace`).
 """
 
 from __future__ import annotations
@@ -126,7 +129,9 @@ class Captured:
     program: torch.export.ExportedProgram
     arguments: list[Argument]
     constants: dict[str, torch.Tensor]
-    mutated_buffers: list[str]  # names, in the order they lead the results
+    # names of the buffers and parameters updated in place, in the order they lead the
+    # results
+    mutated_buffers: list[str]
     in_spec: pytree.TreeSpec
     out_spec: pytree.TreeSpec
     input_meta: list[tuple[tuple[int, ...], torch.dtype]] = field(default_factory=list)
@@ -213,10 +218,28 @@ def tracing_contexts(model: torch.nn.Module) -> list:
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # poptorch and the packages mapped into it (dialects, passes, runtime), not the tests
-OWN_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                               name) + os.sep
-                  for name in ("poptorch", "dialects", "passes", "runtime"))
+OWN_DIRS = tuple(os.path.join(_ROOT, name) + os.sep
+                 for name in ("poptorch", "dialects", "passes", "runtime"))
+
+
+def user_line(node: torch.fx.Node | None) -> str:
+    """`file:line` of the model's code that made `node` (the innermost frame of its
+    stack trace outside torch and poptorch), or ""."""
+    trace = (node.stack_trace or "") if isinstance(node, torch.fx.Node) else ""
+    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
+    user = [f"{name}:{line}" for name, line in frames
+            if not os.path.abspath(name).startswith((_TORCH_DIR, *OWN_DIRS))]
+    return user[-1] if user else ""
+
+
+def input_update_error(which: str, node: torch.fx.Node | None) -> Error:
+    """The error for a model that updates its input `which` in place, at `node`'s line."""
+    return Error(f"the model updates its input {which} in place; inputs are copied to the "
+                 "device, so the update would not reach the host tensor: compute a new "
+                 "tensor instead (for example `x = x * 2` for `x.mul_(2)`)", type="capture",
+                 location=user_line(node))
 
 
 def capture_error(err: Exception, what: str) -> Error:
@@ -292,13 +315,15 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
             raise Error(f"unsupported input kind {spec.kind.name} in the captured model",
                         type="capture")
     mutated = []
-    for spec in signature.output_specs:
-        if spec.kind == OutputKind.BUFFER_MUTATION:
+    output = next(node for node in program.graph_module.graph.nodes if node.op == "output")
+    for spec, value in zip(signature.output_specs, output.args[0], strict=True):
+        if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
             mutated.append(alias_of.get(spec.target, spec.target))
+        elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+            raise input_update_error(f"'{spec.target}'", value)
         elif spec.kind != OutputKind.USER_OUTPUT:
-            raise Error(f"the model mutates a {spec.kind.name.lower().replace('_', ' ')} "
-                        f"('{spec.target}'); only registered buffers may be updated in place",
-                        type="capture")
+            raise Error(f"unsupported output kind {spec.kind.name} ('{spec.target}') in the "
+                        "captured model", type="capture")
     flat, _ = flatten_inputs(args, kwargs)
     return Captured(
         program=program,

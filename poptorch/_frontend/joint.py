@@ -5,16 +5,22 @@ backward ops (notes/FRONTEND.md). The model is wrapped so that the graph's first
 is the loss (the rest are detached, so only the loss gets a tangent); the tangent input
 is the loss seed, which the executor sets to the loss scaling factor. Descriptors on the
 graph's placeholders and outputs say which are parameters, buffers, user inputs,
-gradients and buffer updates. Tensors of modules the model does not own (held in a
+gradients and in-place updates. Tensors of modules the model does not own (held in a
 closure, a global, or passed to forward) are constants of the graph, as PopTorch's
 tracing sees them: arguments of kind "constant", not trained.
+
+A parameter updated in place in forward (under `torch.no_grad()`, such as a weight
+rescaled or clipped before use) is a "buffer" result too, as in PopTorch, which updates
+parameters and buffers alike in place: the device keeps the new value, and the optimizer
+steps it with the gradient taken at that value, as autograd on the CPU does. AOT
+autograd gives such an update a tangent of its own, as if the loss could depend on the
+updated value after the step; nothing does, so that tangent is zero
+(`_zero_update_tangents`) and the loss seed is the graph's only tangent.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +50,9 @@ class TrainingCaptured:
 
     graph_module: torch.fx.GraphModule
     arguments: list[capture.Argument]  # kinds: parameter, buffer, constant, input, tangent
-    results: list[tuple[str, Any]]  # ("buffer", name) | ("output", leaf) | ("grad", param)
+    # ("buffer", name) (a buffer or parameter updated in place) | ("output", leaf) |
+    # ("grad", param)
+    results: list[tuple[str, Any]]
     loss_shape: tuple[int, ...]
     out_spec: pytree.TreeSpec  # the user's output structure
     loss_leaf: int  # which leaf of the user's outputs is the loss
@@ -199,6 +207,7 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
             gm.graph.erase_node(node)
             placeholders.remove(node)
     constants = _lift_constants(gm, placeholders)
+    _zero_update_tangents(gm.graph, placeholders)
     erased = tied.merge_tied(gm.graph, [(node, _strip(node.meta["desc"].target))
                                          for node in placeholders if _is_weight(node)],
                               alias_of)
@@ -245,6 +254,27 @@ def _lift_constants(gm: torch.fx.GraphModule,
     return constants
 
 
+def _zero_update_tangents(graph: torch.fx.Graph, placeholders: list[torch.fx.Node]) -> None:
+    """Replace the tangent of each in-place update (see the module) by zeros made before
+    its first use, with that use's annotations, and drop it from `placeholders`."""
+    for node in list(placeholders):
+        desc = node.meta.get("desc")
+        if type(desc).__name__ != "TangentAOTInput" \
+                or type(desc.output).__name__ != "InputMutationAOTOutput":
+            continue
+        value = node.meta["val"]
+        if node.users:
+            first = min(node.users, key=list(graph.nodes).index)
+            with graph.inserting_before(first):
+                zeros = graph.call_function(torch.ops.aten.zeros.default,
+                                            (list(value.shape),), {"dtype": value.dtype})
+            zeros.meta = {key: first.meta[key] for key in tied.KEPT_META if key in first.meta}
+            zeros.meta["val"] = value
+            node.replace_all_uses_with(zeros)
+        graph.erase_node(node)
+        placeholders.remove(node)
+
+
 def _is_weight(node: torch.fx.Node) -> bool:
     return type(node.meta.get("desc")).__name__ in ("ParamAOTInput", "BufferAOTInput")
 
@@ -254,37 +284,28 @@ def _merged_results(graph: torch.fx.Graph, output: torch.fx.Node,
     """The graph's results that are not None, with what each is; a tied weight's
     gradients under its several names summed into one (`tied.sum_gradients`)."""
     grouped: dict[tuple[str, Any], list[torch.fx.Node]] = {}
+    updated: dict[str, str] = {}  # name -> "parameter" or "buffer", of in-place updates
     for value, desc in zip(output.args[0], output.meta["desc"], strict=True):
         if type(desc).__name__ == "InputMutationAOTOutput" \
                 and type(desc.mutated_input).__name__ == "PlainAOTInput":
-            raise Error(f"the model updates its input {desc.mutated_input.idx} in place; "
-                        "inputs are copied to the device, so the update would not reach "
-                        "the host tensor: compute a new tensor instead (for example "
-                        "`x = x * 2` for `x.mul_(2)`)", type="capture",
-                        location=_user_line(value))
-        if value is not None:
-            grouped.setdefault(_result(desc, alias_of), []).append(value)
+            raise capture.input_update_error(str(desc.mutated_input.idx), value)
+        if value is None:
+            continue
+        result = _result(desc, alias_of)
+        grouped.setdefault(result, []).append(value)
+        if result[0] == "buffer":
+            updated[result[1]] = ("parameter" if type(desc.mutated_input).__name__
+                                  == "ParamAOTInput" else "buffer")
     kept = []
     for (kind, name), values in grouped.items():
         if len(values) > 1 and kind == "buffer":
             names = ", ".join([name, *(n for n, first in alias_of.items() if first == name)])
-            raise Error(f"the buffer '{name}' is updated in place under several names "
+            raise Error(f"the {updated[name]} '{name}' is updated in place under several names "
                         f"({names}), which are one tensor; update it under one name",
                         type="capture")
         value = values[0] if len(values) == 1 else tied.sum_gradients(graph, values, output)
         kept.append((value, (kind, name)))
     return kept
-
-
-def _user_line(node: torch.fx.Node | None) -> str:
-    """`file:line` of the model's code that made `node` (the innermost frame of its
-    stack trace outside torch and poptorch), or ""."""
-    trace = (node.stack_trace or "") if isinstance(node, torch.fx.Node) else ""
-    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
-    library = (os.path.dirname(torch.__file__) + os.sep, *capture.OWN_DIRS)
-    user = [f"{name}:{line}" for name, line in frames
-            if not os.path.abspath(name).startswith(library)]
-    return user[-1] if user else ""
 
 
 def _argument(desc, alias_of: dict[str, str]) -> capture.Argument:

@@ -75,15 +75,16 @@ def sum_gradients(graph: torch.fx.Graph, grads: Sequence[torch.fx.Node],
     for grad in ordered[1:]:
         with graph.inserting_before(before):
             added = graph.call_function(torch.ops.aten.add.Tensor, (total, grad))
-        added.meta = {key: ordered[0].meta[key] for key in _KEPT_META
+        added.meta = {key: ordered[0].meta[key] for key in KEPT_META
                       if key in ordered[0].meta}
         added.meta["val"] = ordered[0].meta["val"]  # one tensor: one shape and dtype
         total = added
     return total
 
 
-# node metadata a gradient sum takes from its last computed operand
-_KEPT_META = ("custom", "partitioner_tag", "stack_trace", "nn_module_stack")
+# node metadata a node poptorch adds to a joint graph takes from a neighbour (a gradient
+# sum from its last computed operand)
+KEPT_META = ("custom", "partitioner_tag", "stack_trace", "nn_module_stack")
 
 
 def module_aliases(model: torch.nn.Module, prefix: str = "") -> dict[str, str]:

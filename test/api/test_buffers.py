@@ -152,3 +152,78 @@ def test_copy_named_buffers_needs_the_option():
     pm(torch.ones(3))
     with pytest.raises(poptorch.Error, match="updatableNamedBuffers"):
         pm.copyNamedBuffersToDevice()
+
+
+class CounterWithLinear(torch.nn.Module):  # spec listing 4.22, with a parameter
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+        self.register_buffer("i", torch.tensor([0.], dtype=torch.float))
+
+    def forward(self, x, t):
+        self.i += 1
+        y = self.lin(x) * self.i
+        return y, torch.nn.functional.mse_loss(y, t)
+
+
+class LinearBatchNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+        self.bn = torch.nn.BatchNorm1d(2)
+
+    def forward(self, x, t):
+        y = self.bn(self.lin(x))
+        return y, torch.nn.functional.mse_loss(y, t)
+
+
+@pytest.mark.parametrize("cls", [CounterWithLinear, LinearBatchNorm])
+def test_inference_buffers_beside_parameters_match_the_cpu(cls):
+    torch.manual_seed(0)
+    model = cls()
+    reference = copy.deepcopy(model).eval()
+    initial = copy.deepcopy(dict(model.named_buffers()))
+    ipu = poptorch.inferenceModel(model)
+    for _ in range(3):
+        x, t = torch.randn(4, model.lin.in_features), torch.randn(4, 2)
+        with torch.no_grad():
+            expected = reference(x, t)
+        torch.testing.assert_close(ipu(x, t), expected)
+    for name, value in model.named_buffers():  # spec 4.8: not copied implicitly
+        torch.testing.assert_close(value, initial[name], msg=name)
+    for name, value in reference.named_buffers():  # through the wrapper: the device's
+        torch.testing.assert_close(ipu.get_buffer(name), value, msg=name)
+    ipu.copyWeightsToHost()
+    for name, value in reference.named_buffers():  # through the original module
+        torch.testing.assert_close(_host(model, name), value, msg=name)
+    if cls is CounterWithLinear:
+        assert model.i.tolist() == [3.0]
+
+
+@pytest.mark.parametrize("cls", [CounterWithLinear, LinearBatchNorm])
+def test_training_buffers_beside_parameters_match_the_cpu_and_reach_the_host(cls):
+    torch.manual_seed(0)
+    model = cls()
+    reference = copy.deepcopy(model)
+    ipu = poptorch.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for _ in range(3):
+        x, t = torch.randn(4, model.lin.in_features), torch.randn(4, 2)
+        output, loss = ipu(x, t)
+        optimizer.zero_grad()
+        expected, expected_loss = reference(x, t)
+        expected_loss.backward()
+        optimizer.step()
+        torch.testing.assert_close(output, expected.detach())
+        torch.testing.assert_close(loss, expected_loss.detach())
+    for name, value in reference.named_buffers():  # through the wrapper
+        torch.testing.assert_close(ipu.get_buffer(name), value, msg=name)
+    ipu.copyWeightsToHost()
+    for name, value in reference.state_dict().items():  # through the original module
+        torch.testing.assert_close(_host(model, name), value, msg=name)
+
+
+def _host(model, name):
+    """The host tensor `name` of `model`, read as an attribute of its module."""
+    owner, _, attribute = name.rpartition(".")
+    return getattr(model.get_submodule(owner), attribute)
