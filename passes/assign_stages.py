@@ -11,6 +11,8 @@ blocks are used, every computing op must be in one.
 
 from __future__ import annotations
 
+import re
+
 from torch_mlir import ir
 
 from poptorch.dialects import stage_attr
@@ -121,7 +123,7 @@ class AssignStages(Pass):
                 order.append(key)
                 first_op[key] = op
             if ipu is not None:
-                ipus[key] = self._ipu(op, ipu)
+                ipus[key] = self._ipu(op, key, ipu)
         if self.stages:
             placement = self._explicit(order, first_op)
         elif self.auto_stage == "auto-increment":
@@ -161,12 +163,20 @@ class AssignStages(Pass):
                                                    "it to one")
         return placement
 
-    def _ipu(self, op: ir.Operation, ipu) -> int:
-        if isinstance(ipu, int):
-            return ipu
-        if str(ipu).isdigit():
-            return int(ipu)
-        raise self.error(op, f"ipu_id '{ipu}' is not an IPU number")
+    def _ipu(self, op: ir.Operation, key: str, ipu) -> int:
+        """The IPU of an `ipu.ipu_id` annotation (poptorch.Block's ipu_id): an id from 0
+        to MAX_ID, as in the `stages` option (the schedule keeps state per IPU)."""
+        if isinstance(ipu, int) and not isinstance(ipu, bool):
+            number = ipu
+        elif re.fullmatch(r"[0-9]{1,19}", str(ipu)):
+            number = int(str(ipu))
+        else:
+            raise self.error(op, f"ipu_id '{ipu}' is not an IPU number")
+        if not 0 <= number <= MAX_ID:
+            raise self.error(op, f"block '{key}' has ipu_id {number}, but IPU ids go from 0 to "
+                                 f"{MAX_ID}; give its poptorch.Block (or BeginBlock, "
+                                 "BlockFunction) an ipu_id in that range")
+        return number
 
 
 def _computes_forward(op: ir.Operation) -> bool:

@@ -18,21 +18,39 @@ PREFIX = "ipu."
 STRING_KEYS = ("ipu.block",)
 
 
+def children(loc: ir.Location) -> list[ir.Location]:
+    """The locations `loc` is made of: a name's child, a call site's callee then caller,
+    a fused location's parts in order (as MLIR searches them for a file location)."""
+    if isinstance(loc, ir.FusedLoc):
+        return list(loc.locations)
+    if isinstance(loc, ir.NameLoc):
+        return [loc.child_loc]
+    if isinstance(loc, ir.CallSiteLoc):
+        return [loc.callee, loc.caller]
+    return []
+
+
+# Locations nest as deep as the input does, far deeper than Python's recursion limit
+# when the input names its locations (`#loc2 = loc(callsite(#loc1 at ...))`): the walks
+# below keep their own stack (as poptorch/tools/diagnostics.py does).
+
+def _metadata(loc: ir.Location) -> ir.DictAttr | None:
+    """The dictionary metadata of a fused location, or None."""
+    if not isinstance(loc, ir.FusedLoc) or loc.metadata is None:
+        return None
+    md = loc.metadata.maybe_downcast()
+    return md if isinstance(md, ir.DictAttr) else None
+
+
 def collect(loc: ir.Location, found: dict[str, list[ir.Attribute]]) -> None:
     """Gather `ipu.*` metadata entries in `loc`, outermost first, into `found`."""
-    if isinstance(loc, ir.FusedLoc):
-        md = loc.metadata.maybe_downcast() if loc.metadata is not None else None
-        if isinstance(md, ir.DictAttr):
-            for named in md:
-                if named.name.startswith(PREFIX):
-                    found.setdefault(named.name, []).append(named.attr)
-        for inner in loc.locations:
-            collect(inner, found)
-    elif isinstance(loc, ir.NameLoc):
-        collect(loc.child_loc, found)
-    elif isinstance(loc, ir.CallSiteLoc):
-        collect(loc.callee, found)
-        collect(loc.caller, found)
+    todo = [loc]
+    while todo:
+        loc = todo.pop()
+        for named in _metadata(loc) or ():
+            if named.name.startswith(PREFIX):
+                found.setdefault(named.name, []).append(named.attr)
+        todo.extend(reversed(children(loc)))
 
 
 def annotate(op: ir.Operation, key: str, attr: ir.Attribute) -> None:
@@ -40,10 +58,9 @@ def annotate(op: ir.Operation, key: str, attr: ir.Attribute) -> None:
     (this pass then puts it on the ops `op` becomes)."""
     loc = op.location
     entries, inner = {}, [loc]
-    if isinstance(loc, ir.FusedLoc):
-        md = loc.metadata.maybe_downcast() if loc.metadata is not None else None
-        if isinstance(md, ir.DictAttr):
-            entries, inner = {n.name: n.attr for n in md}, list(loc.locations)
+    md = _metadata(loc)
+    if md is not None:
+        entries, inner = {n.name: n.attr for n in md}, children(loc)
     entries[key] = attr
     op.location = ir.Location.fused(inner, metadata=ir.DictAttr.get(entries, op.context),
                                     context=op.context)
@@ -51,17 +68,33 @@ def annotate(op: ir.Operation, key: str, attr: ir.Attribute) -> None:
 
 def strip(loc: ir.Location) -> ir.Location:
     """`loc` without `ipu.*` metadata (other metadata is kept)."""
+    todo: list[tuple[ir.Location, bool]] = [(loc, False)]
+    done: list[ir.Location] = []  # rebuilt locations, children before their parent
+    while todo:
+        loc, children_done = todo.pop()
+        parts = children(loc)
+        if parts and not children_done:
+            todo.append((loc, True))
+            todo.extend((part, False) for part in reversed(parts))
+            continue
+        rebuilt = done[len(done) - len(parts):]
+        del done[len(done) - len(parts):]
+        done.append(_rebuild(loc, rebuilt))
+    return done[0]
+
+
+def _rebuild(loc: ir.Location, parts: list[ir.Location]) -> ir.Location:
+    """`loc` made of the stripped `parts` (its `children`), without `ipu.*` metadata."""
     if isinstance(loc, ir.FusedLoc):
-        inner = [strip(sub) for sub in loc.locations]
         md = loc.metadata.maybe_downcast() if loc.metadata is not None else None
         if isinstance(md, ir.DictAttr):
             kept = {n.name: n.attr for n in md if not n.name.startswith(PREFIX)}
             md = ir.DictAttr.get(kept) if kept else None
-        return ir.Location.fused(inner, metadata=md)
+        return ir.Location.fused(parts, metadata=md)
     if isinstance(loc, ir.NameLoc):
-        return ir.Location.name(loc.name_str, strip(loc.child_loc))
+        return ir.Location.name(loc.name_str, parts[0])
     if isinstance(loc, ir.CallSiteLoc):
-        return ir.Location.callsite(strip(loc.callee), [strip(loc.caller)])
+        return ir.Location.callsite(parts[0], [parts[1]])
     return loc
 
 

@@ -34,6 +34,7 @@ class PassOptionError(ValueError):
 # (a bound of every int option, below any tighter one it has).
 INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
 _INT = re.compile(r"[+-]?[0-9]{1,19}")  # ASCII digits only, and never a huge int() parse
+_DIGITS = re.compile(r"[+-]?[0-9]+")  # an integer, however long
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,8 @@ class Option:
         else:
             value = text
         if value is None:
-            raise PassOptionError(f"{self._what(argument)} expects {self.accepts()}, "
-                                  f"got '{text}'")
+            accepts = self.accepts(bounded=self.type is int and bool(_DIGITS.fullmatch(text)))
+            raise PassOptionError(f"{self._what(argument)} expects {accepts}, got '{text}'")
         self.check(value, argument)
         return value
 
@@ -93,21 +94,25 @@ class Option:
             wrong = next((i for i in items if not re.fullmatch(self.item, i)
                           or not self._ids_ok(i)), None)
             if wrong == "":
-                bad = f"got an empty item in '{value}'"
+                bad = f"got an empty item in '{_cut(value)}'"
             elif wrong is not None:
-                bad = f"got '{wrong}'" + (f" in '{value}'" if wrong != value else "")
+                bad = f"got '{_cut(wrong)}'" + (f" in '{_cut(value)}'" if wrong != value else "")
         elif self.type is str and any(ch.isspace() or ch in "{}" for ch in value):
             # would not survive the option text `{a=... b=...}`
             bad = f"got {value!r} (spaces and braces cannot be written in options)"
         if bad is not None:
-            raise PassOptionError(f"{self._what(argument)} expects {self.accepts()}, {bad}")
+            raise PassOptionError(f"{self._what(argument)} expects "
+                                  f"{self.accepts(bounded=self.type is int)}, {bad}")
 
     def _ids_ok(self, item: str) -> bool:
         numbers = re.findall(r"[0-9]+", item.partition("=")[2])
         return self.item_max is None or all(int(n) <= self.item_max for n in numbers)
 
-    def accepts(self) -> str:
-        """What the option accepts, in words."""
+    def accepts(self, bounded: bool = False) -> str:
+        """What the option accepts, in words; with `bounded`, an int option's range even
+        when it is the 64-bit one (for a value outside it)."""
+        if self.type is int and bounded and self.minimum is None and self.maximum is None:
+            return f"an integer from {INT_MIN} to {INT_MAX}"
         if self.type is int and (self.minimum is not None or self.maximum is not None):
             if self.minimum is None:
                 return f"an integer of at most {self.maximum}"
@@ -121,6 +126,11 @@ class Option:
 
     def _what(self, argument: str) -> str:
         return f"option '{self.name}' of pass '{argument}'"
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    """`text` for a message, cut to `limit` characters (a list option may be long)."""
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
 
 
 _TYPE_NAMES = {

@@ -20,7 +20,7 @@ the phased strategies run one micro-batch at a time through the stages in order.
 
 Checks from the spec: a pipeline needs deviceIterations (inference) or
 gradientAccumulation (training) to be at least its number of stages (2N - 1 counting
-backward for N forward stages).
+backward for N forward stages). Ours: with stages, at most MAX_MICRO_BATCHES.
 """
 
 from __future__ import annotations
@@ -37,7 +37,9 @@ from .stages import StageCall, stage_calls
 # memory in proportion (measured: 4 stages, 10^5 micro-batches 1.6 s and 230 MB; 10^6
 # 15 s and 1.3 GB; 10^20 never finished). 65536 keeps the worst real pipeline (about 32
 # stage calls in training) to about 10 s; PopTorch's own examples use at most a few
-# thousand. Values below 1 are refused by the pass itself.
+# thousand. The pass refuses more (and fewer than 1) before scheduling anything, and only
+# for a function it schedules: a model without stages takes any deviceIterations or
+# gradientAccumulation, as in PopTorch, since nothing is materialised per micro-batch.
 MAX_MICRO_BATCHES = 65536
 
 STRATEGIES = ("pipelined", "sharded", "phased")
@@ -53,8 +55,8 @@ class Schedule(Pass):
         Option("schedule", str, "gpipe", "Pipelined training: gpipe (fill/main/flush) or "
                                           "1f1b (interleaved)"),
         Option("micro-batches", int, 1, "Micro-batches per schedule: deviceIterations in "
-                                        "inference, gradientAccumulation in training",
-               maximum=MAX_MICRO_BATCHES),
+                                        "inference, gradientAccumulation in training "
+                                        f"(1 to {MAX_MICRO_BATCHES} with stages)"),
     )
 
     def run(self, module: ir.Operation) -> None:
@@ -72,6 +74,8 @@ class Schedule(Pass):
         m = self.micro_batches
         if m < 1:
             raise self.error(func, f"micro-batches must be at least 1, got {m}")
+        if m > MAX_MICRO_BATCHES:
+            raise self.error(func, _too_many(calls, m))
         if self.strategy == "pipelined":
             self._check_depth(func, calls, m)
             tasks = self._pipeline(calls, m)
@@ -115,6 +119,17 @@ class Schedule(Pass):
                     slot = mb + k
                 slots.append((slot, k, c.index, mb))
         return [(index, mb) for _, _, index, mb in sorted(slots)]
+
+
+def _too_many(calls: list[StageCall], m: int) -> str:
+    """The error for more than MAX_MICRO_BATCHES micro-batches, named as the user set them."""
+    if any(c.kind != "forward" for c in calls):
+        name, setter = "gradientAccumulation", "Options.Training.gradientAccumulation"
+    else:
+        name, setter = "deviceIterations", "Options.deviceIterations"
+    return (f"{name} ({m}) must be at most {MAX_MICRO_BATCHES} for a model split into stages: "
+            f"the schedule orders every micro-batch of every stage; set "
+            f"{setter}({MAX_MICRO_BATCHES}) or less")
 
 
 def _in_flight(calls: list[StageCall], tasks: list[tuple[int, int]]) -> list[int]:

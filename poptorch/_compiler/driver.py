@@ -24,6 +24,7 @@ from poptorch.dialects import make_context
 from poptorch.dialects.placement import unplaced
 from poptorch.errors import Error
 from poptorch.passes import build_pass_manager, parse_pipeline
+from poptorch.passes.import_annotations import children as location_children
 from poptorch.runtime.jit.program import Program, compile_module
 from poptorch.runtime.machine.cost import CostMemo
 from poptorch.runtime.machine.memory import MemoryEstimate
@@ -67,18 +68,18 @@ class Compiled:
 
 
 def frames(loc: ir.Location) -> list[ir.FileLineColLoc]:
-    """The file locations in `loc`, innermost call first."""
-    if type(loc) is ir.Location:
-        loc = ir.Location.from_attr(loc.attr)
-    if isinstance(loc, ir.FileLineColLoc):
-        return [loc]
-    if isinstance(loc, ir.NameLoc):
-        return frames(loc.child_loc)
-    if isinstance(loc, ir.CallSiteLoc):
-        return frames(loc.callee) + frames(loc.caller)
-    if isinstance(loc, ir.FusedLoc):
-        return [f for inner in loc.locations for f in frames(inner)]
-    return []
+    """The file locations in `loc`, innermost call first (walked with a stack of its own:
+    locations may nest deeper than Python's recursion limit)."""
+    found, todo = [], [loc]
+    while todo:
+        loc = todo.pop()
+        if type(loc) is ir.Location:
+            loc = ir.Location.from_attr(loc.attr)
+        if isinstance(loc, ir.FileLineColLoc):
+            found.append(loc)
+        else:
+            todo.extend(reversed(location_children(loc)))
+    return found
 
 
 def user_location(loc: ir.Location) -> str:

@@ -108,8 +108,8 @@ def stacked_inputs(flat: list[Any], options: Options, steps: int) -> list[Any]:
     for value in flat:
         array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
         if isinstance(array, np.ndarray):
-            array = array.reshape((steps, groups, -1) + array.shape[1:]) \
-                if array.ndim else array.reshape(1, 1)
+            array = array.reshape((steps, groups, array.shape[0] // (steps * groups))
+                                  + array.shape[1:]) if array.ndim else array.reshape(1, 1)
             if array.shape[1] != len(slices) or options.input_group_size != 1:
                 array = array[:, slices]  # a copy, so not when each replica has its own
         inputs.append(array)

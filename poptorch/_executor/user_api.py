@@ -120,7 +120,7 @@ def check_replicated_buffers(model: torch.nn.Module, mutated: Iterable[str],
 
 def updatable_buffers(options: Any, model: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
     """(name, host tensor) of the buffers `Options.updatableNamedBuffers` names."""
-    names = getattr(options, "_updatable_named_buffers", None)
+    names = options.updatable_named_buffers
     if not names:
         raise Error("copyNamedBuffersToDevice: no named buffers marked as updatable via the "
                     "updatableNamedBuffers option", type="executor")

@@ -89,6 +89,7 @@ class Options(OptionsGroup):
         self.stable_norm = False
         self.synthetic_data = False
         self.ir_dump_dir: str | None = os.environ.get("POPTORCH_DUMP_IR") or None
+        self.updatable_named_buffers: list[str] | None = None  # None: no buffer named
 
     @property
     def Training(self) -> _TrainingOptions:  # noqa: N802 - PopTorch's names
@@ -159,7 +160,7 @@ class Options(OptionsGroup):
         if not isinstance(buffers, list | tuple) or not all(isinstance(b, str) for b in buffers):
             raise Error(f"updatableNamedBuffers: buffers must be a list of buffer names "
                         f"(str), got {buffers!r}"[:200], type="options")
-        self._updatable_named_buffers = list(buffers)
+        self.updatable_named_buffers = list(buffers)
         return self
 
     def outputMode(self, output_mode: OutputMode,  # noqa: N802

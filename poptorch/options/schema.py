@@ -15,11 +15,13 @@ from poptorch.options.categories import OptionsGroup, shown
 from poptorch.options.config_file import CATEGORIES
 
 # options that do not change the compiled program (dotted names for categories): where to
-# run (device, connection, IPU Model), what to log and where, caching and IR dumps
+# run (device, connection, IPU Model), what to log and where, caching and IR dumps, the
+# buffers copyNamedBuffersToDevice uploads
 RUN_TIME_OPTIONS = frozenset({
     "ipu_id", "connection_type", "use_ipu_model", "log_cycle_count", "profile_dir",
     "model_name", "log_dir", "max_repeat_logs", "show_compilation_progress_bar",
-    "executable_cache_dir", "ir_dump_dir", "relax_optimizer_attributes_checks"})
+    "executable_cache_dir", "ir_dump_dir", "relax_optimizer_attributes_checks",
+    "updatable_named_buffers"})
 
 # the method setting each option, per group; options set together share a method
 METHODS: dict[str, dict[str, str]] = {
@@ -39,7 +41,7 @@ METHODS: dict[str, dict[str, str]] = {
          "module_namescope": "disableModuleNamescope",
          "relax_optimizer_attributes_checks": "relaxOptimizerAttributesChecks",
          "stable_norm": "enableStableNorm", "synthetic_data": "enableSyntheticData",
-         "ir_dump_dir": "dumpIR"},
+         "ir_dump_dir": "dumpIR", "updatable_named_buffers": "updatableNamedBuffers"},
     "Training.": {
         "gradient_accumulation": "gradientAccumulation",
         "accumulation_and_replication_reduction_type": "accumulationAndReplicationReductionType",

@@ -13,7 +13,8 @@ from typing import Any
 from poptorch.enums import AutoStage, Liveness, PipelineSchedule
 from poptorch.errors import Error
 from poptorch.options.categories import check_bool, check_enum, check_int
-from poptorch.passes import get_pass
+from poptorch.passes import PassOptionError, get_pass
+from poptorch.passes.registry import MAX_ID
 
 # characters the pass options use as separators
 _RESERVED = set("=,:/{} \t\n'\"")
@@ -50,8 +51,9 @@ class Stage:
         return list(self._blocks)
 
     def ipu(self, ipu: int) -> Stage:
-        """Set the IPU on which this stage will run."""
-        self._ipu = check_int("Stage.ipu: ipu", ipu, 0)
+        """Set the IPU on which this stage will run (an id the compiler's passes take, up
+        to MAX_ID; the device decides how many IPUs the model may use)."""
+        self._ipu = check_int("Stage.ipu: ipu", ipu, 0, MAX_ID)
         return self
 
     def __repr__(self) -> str:
@@ -75,7 +77,7 @@ class Phase:
 
     def ipus(self, *ipus: int) -> Phase:
         """Assign one IPU to each stage of the phase (checked when the model compiles)."""
-        self._ipus = tuple(ipus)
+        self._ipus = tuple(check_int("Phase.ipus: ipus", ipu, 0, MAX_ID) for ipu in ipus)
         for stage, ipu in zip(self.stages, ipus, strict=False):
             stage.ipu(ipu)
         return self
@@ -103,6 +105,10 @@ class _Strategy:
                 else:
                     raise Error(f"{type(self).__name__} takes an AutoStage, block ids or "
                                 f"Stages, got {a!r}", type="options")
+        count = len(self._all_stages())
+        if count > MAX_ID + 1:  # the passes number stages (and phases) up to MAX_ID
+            raise Error(f"{type(self).__name__} takes at most {MAX_ID + 1} stages, got "
+                        f"{count}", type="options")
 
     def stage(self, block_id: str) -> Stage:
         """Return the Stage the given block belongs to."""
@@ -260,9 +266,13 @@ class ParallelPhasedExecution(_PhasedExecution):
 
 
 def _step(name: str, options: dict[str, Any]) -> str:
-    """`name{options}` as the pass registry writes it (checking names and types)."""
+    """`name{options}` as the pass registry writes it (checking names, types and bounds:
+    the strategies' own checks keep their values within them)."""
     values = {key.replace("-", "_"): value for key, value in options.items()}
-    return name + get_pass(name)(**values).option_text()
+    try:
+        return name + get_pass(name)(**values).option_text()
+    except PassOptionError as err:  # a bound no strategy check covers: still the user's
+        raise Error(f"the execution strategy gives the compiler {err}", type="options") from None
 
 
 def multi_ipu_steps(strategy: _Strategy | None, micro_batches: int,

@@ -8,7 +8,8 @@ proportion p (spec 4.6.9; default 0.6; an op's own `ipu.available_memory` attrib
 from `poptorch.set_available_memory`, wins) caps the temporary memory of AMP ops and
 gathers: lower p, fewer temporary bytes, more exchange steps.
 
-Ops in `COST_EXEMPT` cost nothing here, each for the reason given there (views,
+An op whose results are all empty costs nothing: there is no work (zero-size work, see
+`cost_families`). Ops in `COST_EXEMPT` cost nothing here, each for the reason given there (views,
 constants, markers, and transfers or collectives that the timeline charges with
 `link_cycles`, `host_cycles`, `streaming_cycles`, `collective_cycles`). An ipu op with
 neither a rule nor an exemption is an error, not a default cost. Ops of other dialects
@@ -199,8 +200,10 @@ def op_cost(op: ir.Operation | ir.OpView, machine: Machine = GC200,
     rule = cost_rule(op)
     if rule is None:
         return OpCost()
-    return rule(Plan(op, machine, machine.compute_tiles(io_tiles),
-                     op_proportion(op, proportion)))
+    plan = Plan(op, machine, machine.compute_tiles(io_tiles), op_proportion(op, proportion))
+    if plan.out_shapes and all(0 in shape for shape in plan.out_shapes):
+        return OpCost()  # empty results: no work (cost_families: zero-size work)
+    return rule(plan)
 
 
 class CostMemo:

@@ -41,6 +41,10 @@ to its op's particulars with `functools.partial`).
   share. Elementwise operands with fewer elements than the result (broadcasts) are
   received; operands laid out like the result cost no exchange.
 - Optimizer updates: passes of elementwise ops over the weights (`optimizer`'s `passes`).
+- Zero-size work costs no cycles: an op whose results are empty costs nothing
+  (`cost.op_cost`); an AMP op with no products to sum (K = 0, as Linear(0, n)) or a
+  reduction over an empty dimension only fills its result (zeros, or the reduction's
+  identity) on the tiles, as iota does (`movement` receiving nothing).
 """
 
 from __future__ import annotations
@@ -124,6 +128,8 @@ def amp(p: Plan, dims: Callable[[Plan], Dims]) -> OpCost:
     """The cheapest split of K in powers of two (1 first: ties keep fewer partials);
     `dims(p)` gives the op's (B, M, N, K)."""
     shape = dims(p)
+    if 0 in shape:  # no products (K = 0, as in Linear(0, n)): the result is zeros
+        return fill(p)
     depth = shape[3]
     return p.choose([amp_plan(p, shape, 2 ** i) for i in range(depth.bit_length())
                      if 2 ** i <= min(depth, p.available)])
@@ -154,6 +160,8 @@ REDUCE_KINDS: dict[str, type] = {"sum": ADD, "mean": ADD, "prod": MUL}
 def reduce(p: Plan) -> OpCost:
     shape = p.shapes[0]
     inputs, outputs = math.prod(shape), max(1, p.out)
+    if inputs == 0:  # over an empty dimension: the result is the reduction's identity
+        return fill(p)
     element = element_type(p.op.operands[0])
     kind = (ir.StringAttr(p.op.attributes["kind"]).value if "kind" in p.op.attributes
             else "max")
@@ -201,6 +209,12 @@ def movement(p: Plan, receives: str = "result") -> OpCost:
     if receives == "source":
         received = min(math.prod(p.shapes[0]), p.per_tile) * p.bytes
     return p.step(math.ceil(share / p.machine.memcpyBytesPerCycle), received)
+
+
+def fill(p: Plan) -> OpCost:
+    """An op with no input elements to work on: it writes its result share, made on the
+    tile (zero-size work costs no cycles; module docstring)."""
+    return movement(p, receives="nothing")
 
 
 def pool(p: Plan, step: type) -> OpCost:

@@ -30,3 +30,30 @@ func.func @unknown_block(%x: tensor<4xf32>) -> tensor<4xf32> {
   %1 = "ipu.exp"(%0) {ipu.block = "B", ipu.ipu_id = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// A Block's ipu_id outside the ids the passes take (the schedule keeps state per IPU):
+// 2^40 made ipu-schedule allocate per-IPU state until memory ran out; -1 read as stage -1.
+func.func @ipu_id_too_large(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = "ipu.relu"(%x) {ipu.block = "A", ipu.ipu_id = 0 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{block 'B' has ipu_id 1099511627776, but IPU ids go from 0 to 65535; give its poptorch.Block (or BeginBlock, BlockFunction) an ipu_id in that range}}
+  %1 = "ipu.exp"(%0) {ipu.block = "B", ipu.ipu_id = 1099511627776 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+func.func @ipu_id_negative(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{block 'A' has ipu_id -1, but IPU ids go from 0 to 65535; give its poptorch.Block (or BeginBlock, BlockFunction) an ipu_id in that range}}
+  %0 = "ipu.relu"(%x) {ipu.block = "A", ipu.ipu_id = -1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @ipu_id_string_too_large(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{block 'A' has ipu_id 70000, but IPU ids go from 0 to 65535; give its poptorch.Block (or BeginBlock, BlockFunction) an ipu_id in that range}}
+  %0 = "ipu.relu"(%x) {ipu.block = "A", ipu.ipu_id = "70000"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -5,10 +5,16 @@
 // RUN:   --split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not ipu-opt %s --ipu-schedule=micro-batches=0 --split-input-file -o /dev/null 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=ZERO
+// RUN: not ipu-opt %s --ipu-schedule=micro-batches=65537 --split-input-file -o /dev/null 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=MANY
 
 // STRATEGY: error: strategy must be one of pipelined, sharded, phased, got 'overlapped'
 // SCHEDULE: error: schedule must be gpipe or 1f1b, got 'interleaved'
 // ZERO: error: micro-batches must be at least 1, got 0
+// More micro-batches than the schedule materialises (schedule.MAX_MICRO_BATCHES), named
+// as the user sets them: deviceIterations in inference, gradientAccumulation in training.
+// MANY: schedule-invalid.mlir:[[# @LINE + 5]]:1: error: deviceIterations (65537) must be at most 65536 for a model split into stages: the schedule orders every micro-batch of every stage; set Options.deviceIterations(65536) or less
+// MANY: schedule-invalid.mlir:{{[0-9]+}}:1: error: gradientAccumulation (65537) must be at most 65536 for a model split into stages: the schedule orders every micro-batch of every stage; set Options.Training.gradientAccumulation(65536) or less
 
 // A 4-stage inference pipeline needs deviceIterations >= 4 (first RUN line: 2).
 // expected-error @+1 {{deviceIterations (2) must be at least the number of pipeline stages (4) in inference; set Options.deviceIterations(4) or more}}

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from poptorch.passes import PassOptionError, get_pass, parse_pipeline, schedule
+from poptorch.passes import PassOptionError, get_pass, parse_pipeline
+from poptorch.passes.registry import INT_MAX
 from poptorch.tools import ipu_opt, nesting
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -95,11 +96,11 @@ def test_deep_call_site_locations_are_relocated(tmp_path, capsys):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--ipu-schedule=micro-batches=99999999999999999999"],
-     "option 'micro-batches' of pass 'ipu-schedule' expects an integer of at most 65536, "
-     "got '99999999999999999999'"),
-    (["--ipu-schedule=micro-batches=65537"],
-     "option 'micro-batches' of pass 'ipu-schedule' expects an integer of at most 65536, "
-     "got 65537"),
+     "option 'micro-batches' of pass 'ipu-schedule' expects an integer from "
+     "-9223372036854775808 to 9223372036854775807, got '99999999999999999999'"),
+    (["--ipu-schedule=micro-batches=9223372036854775808"],
+     "option 'micro-batches' of pass 'ipu-schedule' expects an integer from "
+     "-9223372036854775808 to 9223372036854775807, got 9223372036854775808"),
     (["--ipu-schedule=micro-batches=4 micro-batches=5"],
      "option 'micro-batches' of pass 'ipu-schedule' is given twice ('micro-batches=4' and "
      "'micro-batches=5'); give it once"),
@@ -130,11 +131,14 @@ def test_api_pipeline_checks_options_the_same_way():
     assert get_pass("ipu-assign-stages").from_text("stages= phase-ipus=").stages == ""
     with pytest.raises(PassOptionError, match="given twice"):
         parse_pipeline("ipu-schedule{micro-batches=4 micro-batches=5}")
-    with pytest.raises(PassOptionError, match="at most 65536"):
+    with pytest.raises(PassOptionError, match="from -9223372036854775808 to "
+                                              "9223372036854775807, got 100000000000000000000$"):
         get_pass("ipu-schedule")(micro_batches=10**20)
+    # more than MAX_MICRO_BATCHES is refused where the pass schedules stages (schedule.py)
+    assert get_pass("ipu-schedule")(micro_batches=65537).micro_batches == 65537
     with pytest.raises(PassOptionError, match="empty item"):
         get_pass("ipu-assign-stages")(phase_ipus="0=0,,1=1")
-    with pytest.raises(PassOptionError, match="expects an integer of at most 65536, got True"):
+    with pytest.raises(PassOptionError, match="expects an integer, got True"):
         get_pass("ipu-schedule")(micro_batches=True)
 
 
@@ -155,7 +159,7 @@ def test_fuzz_pass_option_text(text, argument):
     except PassOptionError as err:
         assert str(err).startswith(("option '", f"pass '{argument}'"))
     else:  # what was accepted is within bounds and prints back to the same options
-        assert getattr(instance, "micro_batches", 1) <= schedule.MAX_MICRO_BATCHES
+        assert getattr(instance, "micro_batches", 1) <= INT_MAX
         assert cls.from_text(instance.option_text()[1:-1]).option_text() == \
             instance.option_text()
     assert time.perf_counter() - start < 1.0

@@ -47,6 +47,7 @@ inputReplicaGrouping(2, poptorch.enums.CommGroupType.Orthogonal)
 Distributed.configureProcessId(0, 1)
 TensorLocations.numIOTiles(32)
 sourceLocationExcludes(["a", "b"])
+updatableNamedBuffers(["inner.b", "norm.running_mean"])
 """
 
 
@@ -64,6 +65,8 @@ def test_load_from_file(tmp_path):
     assert (opts.input_group_size, opts.input_group_type) == (2, CommGroupType.Orthogonal)
     assert opts.log_dir == "logs" and opts.TensorLocations.num_io_tiles == 32
     assert opts.source_location_excludes == ["a", "b"]
+    assert opts.updatable_named_buffers == ["inner.b", "norm.running_mean"]
+    assert opts.toDict()["updatable_named_buffers"] == ["inner.b", "norm.running_mean"]
     assert Options().loadFromFile(path).device_iterations == 4  # a Path works too
 
 
@@ -129,6 +132,13 @@ def test_config_files_build_strategies_stages_and_tensor_locations(tmp_path):
     ("setExecutionStrategy(poptorch.Stage('a').ipu(1, 2))",
      "setExecutionStrategy: poptorch.Stage('a').ipu(1, 2): Stage.ipu() takes 2 positional "
      "arguments but 3 were given"),
+    # the ids ipu-assign-stages takes go up to 65535 (issue 22: a PassOptionError at compile)
+    ("setExecutionStrategy(poptorch.PipelinedExecution(poptorch.Stage('a').ipu(70000)))",
+     "setExecutionStrategy: poptorch.Stage('a').ipu(70000): Stage.ipu: ipu must be an int "
+     "<= 65535, got 70000"),
+    ("setExecutionStrategy(poptorch.SerialPhasedExecution(poptorch.Phase('a').ipus(70000)))",
+     "setExecutionStrategy: poptorch.Phase('a').ipus(70000): Phase.ipus: ipus must be an int "
+     "<= 65535, got 70000"),
     ("setExecutionStrategy(poptorch.Stage('a'))",
      "setExecutionStrategy: strategy must be an instance of poptorch.PipelinedExecution, "
      "poptorch.ShardedExecution, poptorch.SerialPhasedExecution, "
@@ -198,6 +208,8 @@ def test_windows_line_ends_and_a_byte_order_mark(tmp_path):
     ("deviceIterations(*[4])", "deviceIterations: * and ** arguments are not supported"),
     ("deviceIterations(**{'x': 4})", "deviceIterations: * and ** arguments are not supported"),
     ("deviceIterations(0)", "deviceIterations: device_iterations must be an int >= 1, got 0"),
+    ("updatableNamedBuffers('inner.b')", "updatableNamedBuffers: buffers must be a list of "
+                                         "buffer names (str), got 'inner.b'"),
     ("deviceIterations(1, 2)", "deviceIterations: Options.deviceIterations() takes 2 positional "
                                "arguments but 3 were given"),
     ("deviceIterations(iterations=2)", "deviceIterations: Options.deviceIterations() got an "

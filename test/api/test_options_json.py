@@ -77,7 +77,7 @@ def every_option_changed(strategy=None) -> Options:
     opts.enableProfiling("p").logDir("l").modelName("m").logCycleCount(True)
     opts.showCompilationProgressBar(False).maxRepeatLogs(None).sourceLocationExcludes(["x"])
     opts.disableModuleNamescope().relaxOptimizerAttributesChecks().enableStableNorm(True)
-    opts.enableSyntheticData(True).dumpIR("ir")
+    opts.enableSyntheticData(True).dumpIR("ir").updatableNamedBuffers(["inner.b"])
     opts.Training.gradientAccumulation(4).accumulationAndReplicationReductionType(
         ReductionType.Sum).setMeanAccumulationAndReplicationReductionStrategy(
         MeanReductionStrategy.Post).setAutomaticLossScaling(True).setConvolutionDithering(True)
@@ -139,7 +139,7 @@ def test_every_option_has_a_method_and_run_time_options_exist():
         assert set(methods) == set(group._values())
         assert all(callable(getattr(group, method)) for method in methods.values())
     names = set(flat(options_to_json(opts)))
-    assert RUN_TIME_OPTIONS <= names and len(RUN_TIME_OPTIONS) == 12
+    assert RUN_TIME_OPTIONS <= names and len(RUN_TIME_OPTIONS) == 13
 
 
 def test_unstorable_values_are_refused():
@@ -264,6 +264,11 @@ REFUSALS = [
      "option execution_strategy: Stage needs at least one block id"),
     (lambda d: strategy_of(d)["stages"][0].update(ipu=-1),
      "option execution_strategy: Stage.ipu: ipu must be an int >= 0, got -1"),
+    (lambda d: strategy_of(d)["stages"][0].update(ipu=70000),
+     "option execution_strategy: Stage.ipu: ipu must be an int <= 65535, got 70000"),
+    (lambda d: strategy_of(d)["stages"][0].update(ipu=2**63 - 1),
+     "option execution_strategy: Stage.ipu: ipu must be an int <= 65535, got "
+     "9223372036854775807"),
     (lambda d: strategy_of(d)["stages"][0].update(blocks=[1]), "option execution_strategy"
      f".strategy.stages[0].blocks[0]: the document holds 1, but setExecutionStrategy() sets "
      f"'1' {HOLDS}"),
@@ -276,6 +281,12 @@ REFUSALS = [
      "TensorLocationSettings: on_chip must be True or False, got 1"),
     (lambda d: weight_settings(d).update(evil=1), "option TensorLocations.weight_location: "
      "tensor location settings: unknown setting 'evil'"),
+    (lambda d: values(d).update(updatable_named_buffers="inner.b"),
+     "option updatable_named_buffers: updatableNamedBuffers: buffers must be a list of buffer "
+     "names (str), got 'inner.b'"),
+    (lambda d: values(d).update(updatable_named_buffers=[1]),
+     "option updatable_named_buffers: updatableNamedBuffers: buffers must be a list of buffer "
+     "names (str), got [1]"),
     (lambda d: values(d).update(module_namescope=0), "option module_namescope: the document "
      f"holds 0, but disableModuleNamescope() sets False {HOLDS}"),
     (lambda d: values(d).update(use_ipu_model=True), "option offline_ipu_version: "
@@ -304,6 +315,25 @@ def test_run_time_options_apply_to_frozen_options():
     assert target.device_iterations == 2 and target.Training.gradient_accumulation == 1
     target.log_dir = "changed"
     assert source.log_dir == "new"
+
+
+def test_updatable_named_buffers_round_trip_as_a_run_time_option():
+    """Issue 22: updatableNamedBuffers was kept out of the options' values, so the JSON
+    document (and so executable files) and toDict() lost it."""
+    opts = Options().updatableNamedBuffers(("inner.b", "norm.running_mean"))
+    document = options_to_json(opts)
+    assert document["values"]["updatable_named_buffers"] == ["inner.b", "norm.running_mean"]
+    assert options_to_json(Options())["values"]["updatable_named_buffers"] is None
+    loaded = round_trip(opts)
+    assert loaded.updatable_named_buffers == ["inner.b", "norm.running_mean"]
+    assert loaded.toDict() == opts.toDict()
+    assert opts.toDict()["updatable_named_buffers"] == ["inner.b", "norm.running_mean"]
+    assert round_trip(Options().updatableNamedBuffers([])).updatable_named_buffers == []
+    assert "updatable_named_buffers" in RUN_TIME_OPTIONS
+    assert compile_time_differences(Options(), opts) == []
+    frozen = Options()
+    frozen._freeze(compile_time_only=True)  # a compiled model's options: still settable
+    assert frozen.updatableNamedBuffers(["b"]).updatable_named_buffers == ["b"]
 
 
 def test_compile_time_differences():

@@ -3,6 +3,7 @@
 import pytest
 from torch_mlir import ir
 
+from poptorch._compiler.driver import frames, user_location
 from poptorch.dialects import make_context, op_class
 from poptorch.dialects.ipu import Ipu
 from poptorch.passes import (
@@ -165,3 +166,45 @@ def test_pass_bug_becomes_a_located_diagnostic(monkeypatch):
         run_pipeline("ipu-test-broken")
     [diag] = err.value.error_diagnostics
     assert diag.message == "internal error in pass 'ipu-test-broken': KeyError: 'oops'"
+
+
+def deep_location_source(depth: int) -> str:
+    """An op located `depth` call sites around an annotated location, written with
+    location aliases: the text nests two levels, the location `depth`."""
+    lines = ['#loc0 = loc(fused<{ipu.block = "inner", other = 1 : i64}>["m.py":1:1])']
+    lines += [f'#loc{i} = loc(callsite(#loc{i - 1} at "m.py":{i + 1}:1))'
+              for i in range(1, depth + 1)]
+    return "\n".join(lines) + f"""
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {{
+  %0 = "ipu.exp"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+      loc(fused<{{ipu.ipu_id = 1 : i64}}>[#loc{depth}])
+  return %0 : tensor<4xf32>
+}}
+"""
+
+
+def test_import_annotations_walks_locations_deeper_than_the_recursion_limit():
+    depth = 5000  # the recursive walk raised RecursionError past about 1000
+    with make_context() as ctx:
+        module = ir.Module.parse(deep_location_source(depth))
+        build_pass_manager(parse_pipeline("ipu-import-annotations{strip-metadata=true}"),
+                           ctx).run(module.operation)
+        text = module.operation.get_asm(enable_debug_info=True)
+    assert ('"ipu.exp"(%arg0) {ipu.block = "inner", ipu.ipu_id = 1 : i64} : '
+            "(tensor<4xf32>) -> tensor<4xf32>") in text
+    # stripped: the annotations are gone from the location, the rest of it is kept
+    assert text.count("ipu.block") == text.count("ipu.ipu_id") == 1
+    assert text.count("callsite(") == depth
+    assert "= loc(fused<{other = 1 : i64}>[#loc" in text
+
+
+def test_driver_frames_of_a_deep_location():
+    depth = 5000
+    with make_context(), ir.Location.unknown():
+        loc = ir.Location.file("user.py", 1, 1)
+        for line in range(2, depth + 2):
+            loc = ir.Location.callsite(loc, [ir.Location.file("lib.py", line, 1)])
+        found = frames(ir.Location.name("op", loc))
+        assert [(f.filename, f.start_line) for f in found] == [("user.py", 1)] + [
+            ("lib.py", line) for line in range(2, depth + 2)]
+        assert user_location(loc) == "user.py:1"

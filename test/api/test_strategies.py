@@ -4,6 +4,7 @@ timeline (ramp-up / ramp-down idle time, stash memory per schedule)."""
 
 import copy
 import inspect
+import re
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ import torch.nn.functional as F
 from test_annotations import FunctionNetwork, Network
 
 import poptorch
+from poptorch.options.strategies import multi_ipu_steps
 from poptorch.runtime.machine.timeline import simulate
 
 
@@ -425,3 +427,124 @@ def test_placement_errors_point_at_the_users_block():
     lines, start = inspect.getsourcelines(ThreeIpus.forward)
     line = start + next(n for n, text in enumerate(lines) if "torch.relu" in text)
     assert info.value.location.endswith(f"test_strategies.py:{line}")  # the blocks' layer
+
+
+# ---- values out of the multi-IPU passes' range, from the Python API (issue 22) -------------
+class TwoBlocks(torch.nn.Module):
+    """Block "A" on IPU 0, block "B" on IPU `ipu`; with `loss`, B also returns the loss."""
+
+    def __init__(self, ipu=1, loss=False):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+        self.ipu, self.loss = ipu, loss
+
+    def forward(self, x):
+        with poptorch.Block("A", ipu_id=0):
+            x = self.a(x)
+        with poptorch.Block("B", ipu_id=self.ipu):
+            x = self.b(x)
+            return (x, x.sum()) if self.loss else x
+
+
+def compile_error(message, step, log_dir):
+    """A regex for the whole message of a failed compile step: `message`, then the ipu-opt
+    command that reproduces the step from the module written to `log_dir`."""
+    return (f"{re.escape(message)}; reproduce with: ipu-opt {re.escape(str(log_dir))}/"
+            f"poptorch-repro-\\S+\\.mlir --pass-pipeline='builtin\\.module\\("
+            f"{re.escape(step)}\\)'")
+
+
+def line_of(method, text):
+    lines, start = inspect.getsourcelines(method)
+    return start + next(n for n, line in enumerate(lines) if text in line)
+
+
+TOO_MANY = ("{} (70000) must be at most 65536 for a model split into stages: the schedule "
+            "orders every micro-batch of every stage; set {}(65536) or less")
+SCHEDULE = "ipu-schedule{strategy=pipelined schedule=gpipe micro-batches=70000}"
+
+
+def test_device_iterations_beyond_the_schedule_are_an_error_naming_the_option(tmp_path):
+    opts = poptorch.Options().deviceIterations(70000).logDir(str(tmp_path))
+    message = TOO_MANY.format("deviceIterations", "Options.deviceIterations")
+    with pytest.raises(poptorch.Error) as info:
+        poptorch.inferenceModel(TwoBlocks(), opts)(torch.randn(70000, 4))
+    assert re.fullmatch(compile_error(message, SCHEDULE, tmp_path), info.value.message)
+    assert info.value.type == "compiler"
+    assert info.value.location.endswith(
+        f"test_strategies.py:{line_of(TwoBlocks.forward, 'self.a(x)')}")
+
+
+def test_gradient_accumulation_beyond_the_schedule_is_an_error_naming_the_option(tmp_path):
+    opts = poptorch.Options().logDir(str(tmp_path))
+    opts.Training.gradientAccumulation(70000)
+    model = TwoBlocks(loss=True)
+    message = TOO_MANY.format("gradientAccumulation", "Options.Training.gradientAccumulation")
+    with pytest.raises(poptorch.Error) as info:
+        poptorch.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.1))(
+            torch.randn(70000, 4))
+    assert re.fullmatch(compile_error(message, SCHEDULE, tmp_path), info.value.message)
+    assert info.value.type == "compiler"
+
+
+def test_a_model_without_stages_takes_more_device_iterations_than_a_schedule():
+    """Nothing is scheduled per micro-batch without stages: no limit, as in PopTorch (the
+    bound on the pass option used to refuse this with a raw PassOptionError)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    x = torch.randn(70000, 4)
+    ipu = poptorch.inferenceModel(model, poptorch.Options().deviceIterations(70000))
+    torch.testing.assert_close(ipu(x), model(x))
+
+
+def test_block_ipu_id_beyond_the_pass_ids_is_an_error():
+    # Block checks its ids (test_misuse.py); the pass's own check, reached from ipu-opt,
+    # is in test/Passes/assign-stages-invalid.mlir
+    for ipu in (70000, 2**40, -1):  # 2**40 ran ipu-schedule out of memory
+        opts = poptorch.Options().deviceIterations(2)
+        with pytest.raises(poptorch.Error) as info:
+            poptorch.inferenceModel(TwoBlocks(ipu), opts)(torch.randn(2, 4))
+        assert info.value.message.endswith(
+            f"Block: ipu_id must be an int from 0 to 65535 (or None), got {ipu}")
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: poptorch.Stage("B").ipu(70000), "Stage.ipu: ipu must be an int <= 65535, got 70000"),
+    (lambda: poptorch.Phase(poptorch.Stage("A"), poptorch.Stage("B")).ipus(0, 70000),
+     "Phase.ipus: ipus must be an int <= 65535, got 70000"),
+    (lambda: poptorch.Phase("A").ipus(0, 65536),  # more IPUs than stages: still checked
+     "Phase.ipus: ipus must be an int <= 65535, got 65536"),
+    (lambda: poptorch.PipelinedExecution(*[f"b{n}" for n in range(65537)]),
+     "PipelinedExecution takes at most 65536 stages, got 65537"),
+    (lambda: poptorch.ShardedExecution([poptorch.Stage(f"b{n}") for n in range(65537)]),
+     "ShardedExecution takes at most 65536 stages, got 65537"),
+    (lambda: poptorch.SerialPhasedExecution(*[[f"b{n}"] for n in range(65537)]),
+     "SerialPhasedExecution takes at most 65536 stages, got 65537"),
+    (lambda: poptorch.Options().deviceIterations(10**20),
+     "deviceIterations: device_iterations must be an int <= 9223372036854775807, got "
+     "100000000000000000000"),
+    (lambda: poptorch.Options().Training.gradientAccumulation(10**20),
+     "gradientAccumulation: gradient_accumulation must be an int <= 9223372036854775807, got "
+     "100000000000000000000"),
+], ids=["stage-ipu", "phase-ipus", "phase-extra-ipus", "pipelined-stages", "sharded-stages",
+        "phased-stages", "device-iterations", "gradient-accumulation"])
+def test_stage_and_ipu_ids_beyond_the_pass_ids_are_refused_when_set(make, message):
+    """Stage and IPU ids reach ipu-assign-stages' options, which take 0 to 65535: the
+    PassOptionError (a ValueError) they raised at compile is now refused when set."""
+    with pytest.raises(poptorch.Error, match=f"^{re.escape(message)}$") as info:
+        make()
+    assert info.value.type == "options"
+
+
+def test_strategy_values_no_check_covers_are_still_a_poptorch_error():
+    """ParallelPhasedExecution puts stage n of a phase on IPU 2n (+1): past 32768 stages
+    in a phase that is not an IPU id; the pass's own message, as a poptorch.Error."""
+    strategy = poptorch.ParallelPhasedExecution(
+        poptorch.Phase(*[poptorch.Stage(f"b{n}") for n in range(32769)]))
+    message = ("the execution strategy gives the compiler option 'stages' of pass "
+               "'ipu-assign-stages' expects a comma-separated list of block=stage[:ipu[:phase]] "
+               "items (e.g. A=0:0,B=1:1), ids from 0 to 65535, got 'b32768=32768:65536:0' in "
+               "'b0=0:0:0,b1=1:2:0,b2=2:4:0,b3=3:6:0,b4=4:8:0,b5=5:10:0,b6=6:12:0,b7=7:14:0,b8...'")
+    with pytest.raises(poptorch.Error, match=f"^{re.escape(message)}$") as info:
+        multi_ipu_steps(strategy, 1, False)
+    assert info.value.type == "options"

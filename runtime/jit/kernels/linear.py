@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from poptorch.dialects.linear import MatMulOp
@@ -28,7 +30,7 @@ def _product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     matrix = _shared_matrix(rhs) if lhs.ndim > 2 else None
     if matrix is None or np.broadcast_shapes(lhs.shape[:-2], rhs.shape[:-2]) != lhs.shape[:-2]:
         return np.matmul(lhs, rhs)
-    rows = lhs.reshape(-1, lhs.shape[-1]) @ matrix
+    rows = lhs.reshape(math.prod(lhs.shape[:-1]), lhs.shape[-1]) @ matrix  # -1: K may be 0
     return rows.reshape(lhs.shape[:-1] + (matrix.shape[-1],))
 
 

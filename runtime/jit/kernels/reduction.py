@@ -46,11 +46,24 @@ def _reduce_static(op: ir.OpView) -> dict[str, Any]:
             "keepdim": op.attributes["keepdim"].value}
 
 
+def _identity(kind: str, dtype: np.dtype) -> Any:
+    """What max / min over no elements give: NumPy refuses, the decompositions of
+    softmax and logsumexp over an empty dimension need a value (torch's own: -inf)."""
+    if np.issubdtype(dtype, np.floating):
+        return -np.inf if kind == "max" else np.inf
+    if dtype == np.bool_:
+        return kind != "max"
+    info = np.iinfo(dtype)
+    return info.min if kind == "max" else info.max
+
+
 @kernel(ReduceOp, static=_reduce_static)
 def reduce(x: np.ndarray, kind: str, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
     fold, accumulates = _FOLDS[kind]
     if accumulates:
         out = fold(x, axis=axes, keepdims=keepdim, dtype=_accumulator(x))
+    elif kind in ("max", "min") and x.size == 0:
+        out = fold(x, axis=axes, keepdims=keepdim, initial=_identity(kind, x.dtype))
     else:
         out = fold(x, axis=axes, keepdims=keepdim)
     return np.asarray(out).astype(x.dtype, copy=False)
