@@ -86,10 +86,29 @@ def _entries(user_id: str | None, ipu_id: int | str | None) -> dict[str, Any]:
     return entries
 
 
+MAX_IPU_ID = 65535  # the passes' bound on IPU ids (passes/registry.py MAX_ID)
+
+
+def check_block(user_id: Any, ipu_id: Any, what: str = "Block") -> None:
+    """A block's user_id is a str (or int) or None; its ipu_id an int from 0 to
+    MAX_IPU_ID, a str of one, or None."""
+    if user_id is not None and (isinstance(user_id, bool)
+                                or not isinstance(user_id, str | int)):
+        raise Error(f"{what}: user_id must be a str (or None), got {user_id!r}", type="api")
+    number = ipu_id
+    if isinstance(ipu_id, str) and ipu_id.strip().lstrip("-").isdigit():
+        number = int(ipu_id)
+    if number is not None and (isinstance(number, bool) or not isinstance(number, int)
+                               or not 0 <= number <= MAX_IPU_ID):
+        raise Error(f"{what}: ipu_id must be an int from 0 to {MAX_IPU_ID} (or None), got "
+                    f"{ipu_id!r}", type="api")
+
+
 class Block(contextlib.ContextDecorator):
     """Code run inside the block belongs to block `user_id`, placed on IPU `ipu_id`."""
 
     def __init__(self, user_id: str | None = None, ipu_id: int | str | None = None) -> None:
+        check_block(user_id, ipu_id)
         self.user_id = user_id
         self.ipu_id = ipu_id
         self._context = None
@@ -103,6 +122,7 @@ class Block(contextlib.ContextDecorator):
     def start(user_id: str | None = None, ipu_id: int | str | None = None) -> None:
         """Start block `user_id` here, inside the forward: it lasts until the next
         Block.start or BeginBlock (PopTorch 3.x). Nothing on the CPU."""
+        check_block(user_id, ipu_id, "Block.start")
         _start(user_id, ipu_id)
 
     def __enter__(self) -> Block:
@@ -152,6 +172,7 @@ def BeginBlock(layer_to_call: torch.nn.Module, user_id: str | None = None,  # no
     if not isinstance(layer_to_call, torch.nn.Module):
         raise Error(f"BeginBlock needs a torch.nn.Module, got {type(layer_to_call).__name__}",
                     type="api")
+    check_block(user_id, ipu_id, "BeginBlock")
     removeBlocks(layer_to_call, recurse=False)
     layer_to_call._poptorch_block = (user_id, ipu_id)
     layer_to_call._poptorch_block_hook = layer_to_call.register_forward_pre_hook(_begin)

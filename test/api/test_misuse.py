@@ -87,3 +87,18 @@ def test_inputs_of_types_a_model_cannot_take():
     assert info.value.message.endswith(": register a poptorch.ICustomArgParser for its type "
                                        "to say which tensors it holds")
     torch.testing.assert_close(model(torch.ones(2, 2)), model.model(torch.ones(2, 2)))
+
+
+@pytest.mark.parametrize("make", [
+    lambda user_id, ipu_id: poptorch.Block(user_id, ipu_id),
+    lambda user_id, ipu_id: poptorch.BeginBlock(torch.nn.Linear(2, 2), user_id, ipu_id)])
+def test_block_ids_are_checked_when_given(make):
+    with pytest.raises(Error, match=r"user_id must be a str \(or None\), got 3.5$"):
+        make(3.5, None)
+    for ipu_id in (-1, 65536, 2**70, 1.0, "x"):
+        # before: 2**70 was a raw std::bad_cast RuntimeError from the capture
+        with pytest.raises(Error, match=rf"ipu_id must be an int from 0 to 65535 \(or None\), "
+                                        rf"got {ipu_id!r}$"):
+            make("a", ipu_id)
+    make("a", 65535)
+    make("a", "3")  # ids written as f-strings
