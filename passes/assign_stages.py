@@ -154,8 +154,8 @@ class AssignStages(Pass):
                 self.phases[name] = int(phase)
             if name not in first_op:
                 raise self.error(first_op[order[0]],
-                                 f"a Stage names block '{name}', which does not exist; the "
-                                 f"model's blocks are {', '.join(order)}")
+                                 f"Unknown Block '{name}': a Stage names it, but it does "
+                                 f"not exist; the model's blocks are {', '.join(order)}")
             placement[name] = (int(stage), int(ipu or stage))
         missing = [key for key in order if key not in placement]
         if missing:

@@ -23,7 +23,7 @@ func.func @outside_blocks(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // A Stage naming a block that does not exist (second RUN line).
-// STAGE: error: a Stage names block 'C', which does not exist; the model's blocks are A, B
+// STAGE: error: Unknown Block 'C': a Stage names it, but it does not exist; the model's blocks are A, B
 func.func @unknown_block(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = "ipu.relu"(%x) {ipu.block = "A", ipu.ipu_id = 1 : i64} : (tensor<4xf32>) -> tensor<4xf32>
   // expected-error @+1 {{stage ids must ascend}}

@@ -309,8 +309,9 @@ def test_stage_naming_a_missing_block_and_layers_outside_blocks():
     opts = poptorch.Options().deviceIterations(4).setExecutionStrategy(
         poptorch.PipelinedExecution("0", "1", "2", "X"))
     message = pipeline_error(Network(), (torch.rand(16, 5),), opts)
-    assert message.startswith("a Stage names block 'X', which does not exist; the model's "
-                              "blocks are 0, 1, 2, 3")
+    # "Unknown Block": PopTorch's words, which users search for
+    assert message.startswith("Unknown Block 'X': a Stage names it, but it does not exist; "
+                              "the model's blocks are 0, 1, 2, 3")
 
     class Outside(torch.nn.Module):
         def forward(self, x):
