@@ -23,6 +23,7 @@ import torch
 import torch.utils.hooks
 from torch.utils import _pytree as pytree
 
+from poptorch._frontend.annotations import forward_hooks
 from poptorch.enums import OutputMode
 from poptorch.errors import Error
 
@@ -86,13 +87,8 @@ def forward_keeps_buffers(model: torch.nn.Module):
                             f"self.{name}.copy_(src) to copy data from a source tensor, "
                             "where src is the name of the source tensor", type="capture")
 
-    hooks = [model.register_forward_pre_hook(before, prepend=True),
-             model.register_forward_hook(after, always_call=True)]
-    try:
+    with forward_hooks(model, before, after):
         yield
-    finally:
-        for hook in hooks:
-            hook.remove()
 
 
 def _is_norm_statistic(model: torch.nn.Module, name: str) -> bool:

@@ -40,17 +40,27 @@ def capture_scope(model: torch.nn.Module):
     _state.value = None
     state = _capture_state()
     state["capturing"] = True
-    hooks = []
-    if any(hasattr(m, "_poptorch_block") for m in model.modules()):
-        hooks = [model.register_forward_pre_hook(_forward_starts, prepend=True),
-                 model.register_forward_hook(_forward_ends, always_call=True)]
+    hooked = any(hasattr(m, "_poptorch_block") for m in model.modules())
+    try:
+        with forward_hooks(model, _forward_starts, _forward_ends) if hooked \
+                else contextlib.nullcontext():
+            yield
+    finally:
+        _forward_ends()
+        _state.value = None
+
+
+@contextlib.contextmanager
+def forward_hooks(model: torch.nn.Module, before, after):
+    """While inside: `before(module, args)` runs first of the forward pre-hooks of `model`,
+    `after(module, args, output)` after its forward, even one that raised."""
+    hooks = [model.register_forward_pre_hook(before, prepend=True),
+             model.register_forward_hook(after, always_call=True)]
     try:
         yield
     finally:
         for hook in hooks:
             hook.remove()
-        _forward_ends()
-        _state.value = None
 
 
 def _forward_starts(*_) -> None:

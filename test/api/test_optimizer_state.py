@@ -41,6 +41,19 @@ def train(make, steps: int = 2, **wrap):
     return model, optimizer, trainer
 
 
+def cpu_steps(reference, optimizer, data) -> None:
+    """One PyTorch step on the CPU per (x, t) of `data`."""
+    for x, t in data:
+        optimizer.zero_grad()
+        reference(x, t)[1].backward()
+        optimizer.step()
+
+
+def assert_same_parameters(model, reference) -> None:
+    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
 def adam(params):
     return poptorch.optim.Adam(params, lr=0.1)
 
@@ -102,10 +115,7 @@ def test_state_dict_equals_torch_adams_state():
     torch.manual_seed(0)
     reference = Net()
     cpu = torch.optim.Adam(reference.parameters(), lr=0.1)
-    for x, t in batches(2):
-        cpu.zero_grad()
-        reference(x, t)[1].backward()
-        cpu.step()
+    cpu_steps(reference, cpu, batches(2))
     ipu_state = optimizer.state_dict()["ipu_state"]
     for name, p in reference.named_parameters():
         for key in ("exp_avg", "exp_avg_sq", "step"):
@@ -182,12 +192,8 @@ def test_destroy_leaves_the_state_with_the_optimizer():
     for x, t in data[2:]:
         again(x, t)
     cpu = torch.optim.Adam(reference.parameters(), lr=0.1)
-    for x, t in data:
-        cpu.zero_grad()
-        reference(x, t)[1].backward()
-        cpu.step()
-    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    cpu_steps(reference, cpu, data)
+    assert_same_parameters(model, reference)
 
 
 def test_the_device_loads_ipu_state_and_ipu_param():
@@ -223,11 +229,8 @@ def test_the_device_loads_ipu_state_and_ipu_param():
                         for k in ("exp_avg", "exp_avg_sq", "step")}
     x, t = batches(1)[0]
     trainer(x, t)
-    cpu.zero_grad()
-    reference(x, t)[1].backward()
-    cpu.step()
-    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    cpu_steps(reference, cpu, [(x, t)])
+    assert_same_parameters(model, reference)
 
 
 def test_a_cpu_optimizers_state_is_refused():
@@ -388,8 +391,7 @@ def test_set_optimizer_between_torch_and_poptorch_sgd():
         cpu.zero_grad()
         reference(x, t)[1].backward()
         cpu.step()
-    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    assert_same_parameters(model, reference)
     # a structure the program does not have is still refused
     with pytest.raises(Error, match=r"^setOptimizer: use_combined_accum changed from False "
                                     r"to True; it decides the structure of the compiled "
@@ -450,12 +452,8 @@ def test_the_loss_scaling_in_force_is_the_devices():
     trainer(*data[1])
     assert float(optimizer.state_dict()["ipu_param"]["loss_scaling"]) == 2.0
     cpu = torch.optim.SGD(reference.parameters(), lr=0.1)
-    for x, t in data:
-        cpu.zero_grad()
-        reference(x, t)[1].backward()
-        cpu.step()
-    for p, q in zip(model.parameters(), reference.parameters(), strict=True):
-        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    cpu_steps(reference, cpu, data)
+    assert_same_parameters(model, reference)
 
 
 def test_a_loaded_constant_must_match_the_compiled_one():
