@@ -9,7 +9,6 @@ PyTorch's terms (torch.int64, torch.Size([2, 4])).
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 from collections import defaultdict
 from typing import Any
@@ -18,7 +17,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from poptorch._frontend import arg_parsers
-from poptorch._frontend.capture import given_dtype
+from poptorch._frontend.capture import given_dtype, library_file
 from poptorch.errors import Error
 
 _AGAIN = "wrap the model again to compile it for the new inputs"
@@ -222,16 +221,14 @@ def check_values(values: list[Any], paths, in_constants: dict[int, Any],
 # the leaves a call's inputs may have: tensors, and the values torch.export takes as
 # constants of the program
 _LEAVES = (torch.Tensor, bool, int, float, str, type(None), torch.dtype, torch.device)
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _call_site() -> str:
-    """The user's `file:line` that called into poptorch (the innermost frame outside the
-    poptorch package and torch), or ""."""
+    """The user's `file:line` that called into poptorch (the innermost frame outside
+    poptorch and torch), or ""."""
     frame = sys._getframe(1)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(_PACKAGE) and f"{os.sep}torch{os.sep}" not in path:
+        if not library_file(frame.f_code.co_filename):
             return f"{frame.f_code.co_filename}:{frame.f_lineno}"
         frame = frame.f_back
     return ""

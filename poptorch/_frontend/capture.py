@@ -224,13 +224,18 @@ OWN_DIRS = tuple(os.path.join(_ROOT, name) + os.sep
                  for name in ("poptorch", "dialects", "passes", "runtime"))
 
 
+def library_file(path: str) -> bool:
+    """Whether `path` is torch's or poptorch's own code, not the user's."""
+    return os.path.abspath(path).startswith((_TORCH_DIR, *OWN_DIRS))
+
+
 def user_line(node: torch.fx.Node | None) -> str:
     """`file:line` of the model's code that made `node` (the innermost frame of its
     stack trace outside torch and poptorch), or ""."""
     trace = (node.stack_trace or "") if isinstance(node, torch.fx.Node) else ""
     frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
     user = [f"{name}:{line}" for name, line in frames
-            if not os.path.abspath(name).startswith((_TORCH_DIR, *OWN_DIRS))]
+            if not library_file(name)]
     return user[-1] if user else ""
 
 
@@ -248,7 +253,7 @@ def capture_error(err: Exception, what: str) -> Error:
     (the user's model, or the library that defines it, such as transformers)."""
     frames = [f for f in traceback.extract_tb(err.__traceback__)
               if not f.filename.startswith("<")
-              and not os.path.abspath(f.filename).startswith((_TORCH_DIR, *OWN_DIRS))]
+              and not library_file(f.filename)]
     location = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
     reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     unknown = re.search(r"Found <class '([^']+)'> in output, which is not a known type",
