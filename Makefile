@@ -3,11 +3,13 @@
 #   make test   set up .venv and run every test (ruff, the layout check, lit, pytest on one
 #               worker per core)
 #   make bench  set up .venv and run the benchmarks against PyTorch on CPU (bench/run.py)
+#   make op-coverage  set up .venv, run the full op parity sweep (test/ops/coverage.py) and
+#               rewrite README's op coverage table from it
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench setup
+.PHONY: demo test bench setup op-coverage
 
 setup: $(STAMP)
 
@@ -27,3 +29,6 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+op-coverage: $(STAMP)
+	$(PY) test/ops/coverage.py --readme

@@ -1,0 +1,178 @@
+"""The full parity sweep and the coverage table it writes.
+
+    python test/ops/coverage.py [--jobs N] [--cap K] [--ops REGEX] [--readme] [--show]
+
+runs every form of every op of `supported_ops.md` (at most K samples per case), one
+process per job, and writes `coverage.json` beside this file: per op, per form, every
+sample's verdict. With `--readme` it also rewrites the op-coverage section of README.md
+(between the `op-coverage` markers) from it. `make op-coverage` runs it with --readme.
+With `--show` it prints every failing sample instead, and records nothing (for working on
+an op: `--ops '^torch.median$' --show`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import multiprocessing
+import re
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+import catalogue  # noqa: E402 - after the path above
+import parity  # noqa: E402
+
+RESULTS = HERE / "coverage.json"
+README = HERE.parents[1] / "README.md"
+BEGIN, END = "<!-- op-coverage: begin -->", "<!-- op-coverage: end -->"
+FORWARD_FORMS = ("float32", "float16", "int", "bool", "inplace", "out", "noncontiguous",
+                 "random")
+
+
+def sweep_op(args: tuple[str, int]) -> dict:
+    """Every case of one op: {"op", "group", "sources", "cases": [...]}."""
+    op, cap = args
+    logging.getLogger("poptorch").setLevel(logging.WARNING)
+    result = {"op": op, "sources": catalogue.sources(op), "cases": []}
+    try:
+        found = catalogue.cases(op, cap=cap)
+    except Exception as err:  # noqa: BLE001 - a broken sample source is a verdict too
+        result["error"] = f"{type(err).__name__}: {err}"[:300]
+        return result
+    for case in found:
+        outcome = parity.run_case(case)
+        result["cases"].append({
+            "source": case.source, "form": case.form,
+            "verdicts": [[v.sample, v.passed, v.reason] for v in outcome.verdicts]})
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--cap", type=int, default=8)
+    parser.add_argument("--ops", default="", help="a regular expression of op names")
+    parser.add_argument("--readme", action="store_true")
+    parser.add_argument("--show", action="store_true",
+                        help="print every failing sample and why, and record nothing")
+    parser.add_argument("--table-only", action="store_true",
+                        help="rewrite README's table from coverage.json without a sweep")
+    options = parser.parse_args()
+    if not options.table_only:
+        ops = [op for _, op in catalogue.spec_ops() if re.search(options.ops, op)]
+        start = time.monotonic()
+        with multiprocessing.get_context("spawn").Pool(options.jobs, maxtasksperchild=8) as pool:
+            for result in pool.imap_unordered(sweep_op, [(op, options.cap) for op in ops]):
+                if options.show:
+                    _show(result)
+                else:  # as each op ends: an interrupted sweep keeps its results
+                    _record(result)
+                print(_summary_line(result), flush=True)
+        print(f"swept {len(ops)} ops in {time.monotonic() - start:.0f} s")
+    if options.readme or options.table_only:
+        write_readme(json.loads(RESULTS.read_text()))
+
+
+def _record(result: dict) -> None:
+    """Merge one op's result into coverage.json, in the spec list's order."""
+    merged = {r["op"]: r for r in (json.loads(RESULTS.read_text())
+                                   if RESULTS.exists() else [])}
+    merged[result["op"]] = result
+    order = [op for _, op in catalogue.spec_ops()]
+    RESULTS.write_text(json.dumps([merged[op] for op in order if op in merged], indent=1)
+                       + "\n")
+
+
+def _show(result: dict) -> None:
+    for case in result["cases"]:
+        for sample, passed, reason in case["verdicts"]:
+            if not passed:
+                print(f"{result['op']} {case['form']} {case['source']} [{sample}]: {reason}")
+
+
+def _summary_line(result: dict) -> str:
+    counts = _counts(result)
+    return (f"{result['op']}: forward {counts['forward'][0]}/{counts['forward'][1]}, "
+            f"backward {counts['backward'][0]}/{counts['backward'][1]}")
+
+
+def _counts(result: dict) -> dict:
+    counts = {"forward": [0, 0], "backward": [0, 0]}
+    for case in result["cases"]:
+        kind = "backward" if case["form"] == "grad" else "forward"
+        for _, passed, _ in case["verdicts"]:
+            counts[kind][0] += passed
+            counts[kind][1] += 1
+    return counts
+
+
+def table(results: list[dict]) -> str:
+    """The README section: totals, one row per op, then every failing sample with why."""
+    rows, failures = [], []
+    totals = {"forward": [0, 0], "backward": [0, 0]}
+    group_of = dict((op, group) for group, op in catalogue.spec_ops())
+    for result in results:
+        counts = _counts(result)
+        for kind in totals:
+            totals[kind][0] += counts[kind][0]
+            totals[kind][1] += counts[kind][1]
+        forms = sorted({c["form"] for c in result["cases"]
+                        if c["form"] not in ("grad", "float32", "random")})
+        absent = [s.split(":", 1)[1] for s in result["sources"] if s.startswith("absent:")]
+        note = "; ".join(absent) or result.get("error", "")
+        rows.append(f"| {group_of.get(result['op'], '')} | `{result['op']}` | "
+                    f"{_fraction(counts['forward'])} | {_fraction(counts['backward'])} | "
+                    f"{', '.join(forms)} | {note} |")
+        for case in result["cases"]:
+            for sample, passed, reason in case["verdicts"]:
+                if not passed:
+                    failures.append(f"| `{result['op']}` | {case['source']} | {case['form']} "
+                                    f"| {_cell(sample)} | {_cell(reason)} |")
+    fwd, bwd = totals["forward"], totals["backward"]
+    lines = [
+        "Generated by `make op-coverage` (test/ops/coverage.py) from the parity harness: "
+        "every sample of every op of PopTorch's supported-ops list, run through poptorch and "
+        "compared with PyTorch on the CPU. Samples come from PyTorch's OpInfo and "
+        "ModuleInfo where they exist (test/ops/catalogue.py says which).",
+        "",
+        f"**Forward: {fwd[0]} of {fwd[1]} (op, variant) samples pass "
+        f"({100 * fwd[0] / max(fwd[1], 1):.1f}%); backward: {bwd[0]} of {bwd[1]} "
+        f"({100 * bwd[0] / max(bwd[1], 1):.1f}%).**",
+        "",
+        "| group | op | forward | backward | other forms | notes |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+        f"Failing samples ({len(failures)}):",
+        "",
+        "| op | source | form | sample | why |",
+        "|---|---|---|---|---|",
+        *failures,
+    ]
+    return "\n".join(lines)
+
+
+def _fraction(count: list[int]) -> str:
+    return f"{count[0]}/{count[1]}" if count[1] else "-"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")[:200]
+
+
+def write_readme(results: list[dict]) -> None:
+    text = README.read_text()
+    if BEGIN not in text:
+        raise SystemExit(f"README.md has no {BEGIN} marker")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(f"{head}{BEGIN}\n{table(results)}\n{END}{tail}")
+
+
+if __name__ == "__main__":
+    main()
