@@ -13,6 +13,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from .convert_poptorch_ops import UNSUPPORTED
+from .import_annotations import unsupported
 from .registry import Pass, register
 
 
@@ -33,4 +34,4 @@ class CheckTorchOps(Pass):
             else:
                 reason = "torch-mlir has no definition for it, so it cannot be lowered to " \
                          "the ipu dialect"
-            self.report(op, f"unsupported op '{name}': {reason}")
+            self.report(op, unsupported(op, reason))

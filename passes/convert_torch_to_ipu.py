@@ -13,6 +13,7 @@ from torch_mlir import ir, rewrite
 
 from .conversion import populate_all
 from .conversion.common import FROM_BUILTIN, TO_BUILTIN, Patterns, decline_key
+from .import_annotations import unsupported
 from .registry import Pass, register
 
 # torch ops that are not computations: constants and lists that lowerings read, and
@@ -51,4 +52,4 @@ class ConvertTorchToIpu(Pass):
             reason = patterns.declined.get(decline_key(op))
             if reason is None and name not in patterns.illegal:
                 reason = "no lowering to the ipu dialect"
-            self.report(op, f"unsupported op '{name}': {reason}")
+            self.report(op, unsupported(op, reason))

@@ -14,6 +14,7 @@ from torch_mlir import ir
 from .registry import Option, Pass, register
 
 PREFIX = "ipu."
+CALL_KEY = "torch.call"  # the torch call an op came from (not an annotation)
 # Annotations whose value type is fixed; others are copied as they are.
 STRING_KEYS = ("ipu.block",)
 
@@ -51,6 +52,28 @@ def collect(loc: ir.Location, found: dict[str, list[ir.Attribute]]) -> None:
             if named.name.startswith(PREFIX):
                 found.setdefault(named.name, []).append(named.attr)
         todo.extend(reversed(children(loc)))
+
+
+def called_as(loc: ir.Location) -> str | None:
+    """The torch call the user wrote that an op came from (`torch.nonzero`), recorded
+    by the importer as `torch.call` metadata (poptorch/_frontend/op_names.py), or None."""
+    todo = [loc]
+    while todo:
+        loc = todo.pop()
+        for named in _metadata(loc) or ():
+            if named.name == CALL_KEY:
+                return ir.StringAttr(named.attr).value
+        todo.extend(reversed(children(loc)))
+    return None
+
+
+def unsupported(op: ir.Operation | ir.OpView, reason: str) -> str:
+    """The message for an op nothing lowers: the torch call the user wrote, when it is
+    known, then the torch-dialect op it became (`'torch.cdist' (torch.aten._cdist_forward)`)."""
+    name = op.name if op.name != "torch.operator" else op.attributes["name"].value
+    call = called_as(op.location)
+    what = f"'{call}' ({name})" if call else f"'{name}'"
+    return f"unsupported op {what}: {reason}"
 
 
 def annotate(op: ir.Operation, key: str, attr: ir.Attribute) -> None:

@@ -45,6 +45,7 @@ from torch_mlir.extras.fx_importer import (
 
 from poptorch._frontend import arg_parsers, tied
 from poptorch._frontend.annotations import capture_scope
+from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
 from poptorch.errors import Error
 
 ANNOTATION_PREFIX = "ipu."
@@ -297,6 +298,7 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
             raise
         except Exception as err:  # noqa: BLE001 - torch's own reason, re-raised for the user
             raise capture_error(err, "the model with torch.export") from err
+    check_static_shapes(program.graph_module.graph, user_line)
     signature = program.graph_signature
     merged, alias_of = tied.merge_exported(program, model)  # one argument per tensor
     arguments, user_index = [], 0
@@ -355,7 +357,7 @@ def _drop_placeholder(gm: torch.fx.GraphModule, name: str) -> None:
 class AnnotatingNodeImporter(GraphNodeImporter):
     """Carries `ipu.*` entries of `node.meta["custom"]` in fused-location metadata, with
     the op's module path added to its `ipu.name_scope` unless `module_namescope` is off
-    (Options.disableModuleNamescope)."""
+    (Options.disableModuleNamescope), and the torch call the op came from (`CALL_KEY`)."""
 
     module_namescope = True
 
@@ -377,6 +379,9 @@ class AnnotatingNodeImporter(GraphNodeImporter):
             scope = "/".join(filter(None, [entries.get("ipu.name_scope"), path]))
             if scope:
                 entries["ipu.name_scope"] = scope
+        call = called_as(node)
+        if call:  # the torch call the user wrote, for errors (passes/import_annotations.py)
+            entries[CALL_KEY] = call
         if entries:
             metadata = ir.DictAttr.get({k: _attribute(v, self._c) for k, v in entries.items()},
                                        self._c)

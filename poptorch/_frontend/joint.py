@@ -26,12 +26,17 @@ from typing import Any
 
 import torch
 from torch._functorch.aot_autograd import aot_export_joint_with_descriptors
-from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+)
 from torch.fx.experimental.proxy_tensor import _MakefxTracer
 from torch.utils import _pytree as pytree
 
 from poptorch import ops
 from poptorch._frontend import capture, tied
+from poptorch._frontend.op_names import check_static_shapes, static_shape_error
 from poptorch.errors import Error
 
 NO_LOSS = ("Couldn't find a loss in graph: the model must return its loss, a scalar "
@@ -190,11 +195,14 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
             raise
         except Exception as err:  # noqa: BLE001 - torch's reason, re-raised for the user
             error = capture.capture_error(err, "the training graph")
+            if isinstance(err, DynamicOutputShapeException | DataDependentOutputException):
+                raise static_shape_error(err.func, error.location) from err
             if "mutating a non-functional tensor" in str(err):
                 error = Error(f"could not capture the training graph: {OUTSIDE_UPDATE}",
                               type="capture", location=error.location)
             raise error from err
     gm = joint.graph_module
+    check_static_shapes(gm.graph, capture.user_line)
     _backward_traces(gm.graph)
     for node in gm.graph.nodes:  # backward ops run in backward pipeline stages
         if node.meta.get("partitioner_tag") == "is_backward":
