@@ -30,13 +30,45 @@ import parity  # noqa: E402
 RESULTS = HERE / "coverage.json"
 README = HERE.parents[1] / "README.md"
 BEGIN, END = "<!-- op-coverage: begin -->", "<!-- op-coverage: end -->"
-FORWARD_FORMS = ("float32", "float16", "int", "bool", "inplace", "out", "noncontiguous",
-                 "random")
+HARD_TIMEOUT = 600  # seconds an op's cases may take together before the op is given up
+
+def _sweep(ops: list[str], cap: int, jobs: int):
+    """Yield each op's result as it ends, `jobs` ops at a time. An op still running
+    `HARD_TIMEOUT` seconds after it started (a lowering looping inside MLIR, where
+    parity's SIGALRM cannot reach it) is a "timeout" verdict: the pool is replaced and
+    the other ops go on."""
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        started = manager.dict()  # op -> when a worker began it
+        pending = list(ops)
+        while pending:
+            with context.Pool(jobs, maxtasksperchild=8) as pool:
+                running = {op: pool.apply_async(sweep_op, ((op, cap, started),))
+                           for op in pending}
+                hung = None
+                while running and hung is None:
+                    time.sleep(0.5)
+                    for op, result in list(running.items()):
+                        if result.ready():
+                            del running[op]
+                            yield result.get()
+                        elif time.time() - started.get(op, time.time()) > HARD_TIMEOUT:
+                            hung = op
+                            del running[op]
+                            yield {"op": op, "sources": catalogue.sources(op), "cases": [{
+                                "source": "", "form": "float32", "verdicts": [[
+                                    "(all samples)", False,
+                                    f"timeout: no result within {HARD_TIMEOUT} s"]]}]}
+                pending = [op for op in running if op != hung]
+                for op in pending:
+                    started.pop(op, None)
+                pool.terminate()
 
 
-def sweep_op(args: tuple[str, int]) -> dict:
-    """Every case of one op: {"op", "group", "sources", "cases": [...]}."""
-    op, cap = args
+def sweep_op(args: tuple) -> dict:
+    """Every case of one op: {"op", "sources", "cases": [...]}."""
+    op, cap, started = args
+    started[op] = time.time()
     logging.getLogger("poptorch").setLevel(logging.WARNING)
     result = {"op": op, "sources": catalogue.sources(op), "cases": []}
     try:
@@ -66,13 +98,12 @@ def main() -> None:
     if not options.table_only:
         ops = [op for _, op in catalogue.spec_ops() if re.search(options.ops, op)]
         start = time.monotonic()
-        with multiprocessing.get_context("spawn").Pool(options.jobs, maxtasksperchild=8) as pool:
-            for result in pool.imap_unordered(sweep_op, [(op, options.cap) for op in ops]):
-                if options.show:
-                    _show(result)
-                else:  # as each op ends: an interrupted sweep keeps its results
-                    _record(result)
-                print(_summary_line(result), flush=True)
+        for result in _sweep(ops, options.cap, options.jobs):
+            if options.show:
+                _show(result)
+            else:  # as each op ends: an interrupted sweep keeps its results
+                _record(result)
+            print(_summary_line(result), flush=True)
         print(f"swept {len(ops)} ops in {time.monotonic() - start:.0f} s")
     if options.readme or options.table_only:
         write_readme(json.loads(RESULTS.read_text()))

@@ -10,9 +10,9 @@ reference where PopTorch's op has no CPU meaning), and a few modules.
 from __future__ import annotations
 
 import torch
+from parity import Sample
 
 import poptorch
-from parity import Sample
 
 N = 4096  # draws per random sample: the mean is compared to 6 standard errors (~9%)
 

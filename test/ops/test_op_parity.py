@@ -14,7 +14,6 @@ until the sweep is run again, so the table stays true.
 import functools
 import json
 
-
 import catalogue
 import coverage
 import parity
