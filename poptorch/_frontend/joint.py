@@ -16,6 +16,11 @@ steps it with the gradient taken at that value, as autograd on the CPU does. AOT
 autograd gives such an update a tangent of its own, as if the loss could depend on the
 updated value after the step; nothing does, so that tangent is zero
 (`_zero_update_tangents`) and the loss seed is the graph's only tangent.
+
+An input the model updates in place (`x.mul_(2)`, `torch.add(a, b, out=x)`) is data,
+with no gradient (`_bind_objects` detaches it): its new value is one more forward result
+("input", flat index), after the buffers' updates, which the executor writes back into
+the user's tensor, as in inference.
 """
 
 from __future__ import annotations
@@ -50,8 +55,8 @@ class TrainingCaptured:
 
     graph_module: torch.fx.GraphModule
     arguments: list[capture.Argument]  # kinds: parameter, buffer, constant, input, tangent
-    # ("buffer", name) (a buffer or parameter updated in place) | ("output", leaf) |
-    # ("grad", param)
+    # ("buffer", name) (a buffer or parameter updated in place) | ("input", flat index)
+    # (an input updated in place) | ("output", leaf) | ("grad", param)
     results: list[tuple[str, Any]]
     loss_shape: tuple[int, ...]
     out_spec: pytree.TreeSpec  # the user's output structure
@@ -65,6 +70,10 @@ class TrainingCaptured:
     @property
     def mutated_buffers(self) -> list[str]:
         return [name for kind, name in self.results if kind == "buffer"]
+
+    @property
+    def mutated_inputs(self) -> list[int]:
+        return [int(index) for kind, index in self.results if kind == "input"]
 
 
 class _LossFirst(torch.nn.Module):
@@ -286,9 +295,6 @@ def _merged_results(graph: torch.fx.Graph, output: torch.fx.Node,
     grouped: dict[tuple[str, Any], list[torch.fx.Node]] = {}
     updated: dict[str, str] = {}  # name -> "parameter" or "buffer", of in-place updates
     for value, desc in zip(output.args[0], output.meta["desc"], strict=True):
-        if type(desc).__name__ == "InputMutationAOTOutput" \
-                and type(desc.mutated_input).__name__ == "PlainAOTInput":
-            raise capture.input_update_error(str(desc.mutated_input.idx), value)
         if value is None:
             continue
         result = _result(desc, alias_of)
@@ -325,6 +331,9 @@ def _argument(desc, alias_of: dict[str, str]) -> capture.Argument:
 
 def _result(desc, alias_of: dict[str, str]) -> tuple[str, Any]:
     kind = type(desc).__name__
+    if kind == "InputMutationAOTOutput" and type(desc.mutated_input).__name__ \
+            == "PlainAOTInput":
+        return "input", desc.mutated_input.idx
     if kind == "InputMutationAOTOutput":
         name = _strip(desc.mutated_input.target)
         return "buffer", alias_of.get(name, name)
