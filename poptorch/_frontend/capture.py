@@ -12,6 +12,10 @@ weight rescaled under `torch.no_grad()`) lead the program's results, as PopTorch
 updates both in place on the device (its `update_param_inplace`); the new values of
 inputs the model updates in place (`x += 1`, `torch.add(a, b, out=x)`) follow them, and
 the executor copies them into the user's tensors after each call, as PopTorch does.
+
+An exception the model's own code raises reaches the user as it is, as when PopTorch
+traces forward in Python; what torch's export machinery raises becomes a poptorch.Error
+at the model's line (`model_code`).
 """
 
 from __future__ import annotations
@@ -19,10 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
-import re
 import threading
-import traceback
 import warnings
 import weakref
 from dataclasses import dataclass, field
@@ -45,7 +46,7 @@ from torch_mlir.extras.fx_importer import (
     GraphNodeImporter,
 )
 
-from poptorch._frontend import arg_parsers, tied
+from poptorch._frontend import arg_parsers, model_code, tied
 from poptorch._frontend.annotations import capture_scope
 from poptorch.errors import Error
 
@@ -246,50 +247,11 @@ def tracing_contexts(model: torch.nn.Module) -> list:
     instead of fused CPU kernels (mkldnn RNN layers, flash attention) that have no
     decomposition, in the forward or the backward, and torch.export's own "exporting"
     state, in the training capture too: libraries skip their data-dependent Python
-    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`)."""
+    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`); and the
+    check that forward keeps its inputs' shapes (`model_code.input_layouts_kept`)."""
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
             torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
-            _compiling_state_context()]
-
-
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# poptorch and the packages mapped into it (dialects, passes, runtime), not the tests
-OWN_DIRS = tuple(os.path.join(_ROOT, name) + os.sep
-                 for name in ("poptorch", "dialects", "passes", "runtime"))
-
-
-def library_file(path: str) -> bool:
-    """Whether `path` is torch's or poptorch's own code, not the user's."""
-    return os.path.abspath(path).startswith((_TORCH_DIR, *OWN_DIRS))
-
-
-def capture_error(err: Exception, what: str) -> Error:
-    """A poptorch.Error for an exception torch raised while capturing the model, at the
-    model's source line: the innermost frame of the traceback outside torch and poptorch
-    (the user's model, or the library that defines it, such as transformers)."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__)
-              if not f.filename.startswith("<")
-              and not library_file(f.filename)]
-    location = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    unknown = re.search(r"Found <class '([^']+)'> in output, which is not a known type",
-                        str(err))
-    if unknown:
-        hint = (" (Hugging Face caches: transformers.integrations.executorch."
-                "register_dynamic_cache_export_support(), or use_cache=False)"
-                if unknown.group(1).startswith("transformers.") else "")
-        reason = (f"the model returns a {unknown.group(1)}, which is not a tensor nor a "
-                  "structure of tensors poptorch can take apart: register the type with "
-                  f"torch.utils._pytree.register_pytree_node{hint}, or do not return it")
-    data_dependent = ("_local_scalar_dense", "data-dependent", "Data-dependent",
-                      "DataDependent")
-    if not unknown and any(text in f"{type(err).__name__} {err}" for text in data_dependent):
-        code = f" (`{frames[-1].line}`)" if frames and frames[-1].line else ""
-        reason = (f"the model reads the value of a tensor in Python{code}, which makes its "
-                  "control flow depend on the data; compute it with tensor operations "
-                  "(torch.where, masks) or move it out of the model")
-    return Error(f"could not capture {what}: {reason}", type="capture", location=location)
+            _compiling_state_context(), model_code.input_layouts_kept(model)]
 
 
 @contextlib.contextmanager
@@ -310,10 +272,8 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
         try:
             program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
             program = program.run_decompositions(decompositions())
-        except Error:
-            raise
-        except Exception as err:  # noqa: BLE001 - torch's own reason, re-raised for the user
-            raise capture_error(err, "the model with torch.export") from err
+        except Exception as err:  # noqa: BLE001 - the model's own, or torch's reason
+            model_code.reraise_from_model(err, "the model with torch.export")
     signature = program.graph_signature
     merged, alias_of = tied.merge_exported(program, model)  # one argument per tensor
     arguments, user_index, input_index = [], 0, {}

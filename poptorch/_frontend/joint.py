@@ -36,7 +36,7 @@ from torch.fx.experimental.proxy_tensor import _MakefxTracer
 from torch.utils import _pytree as pytree
 
 from poptorch import ops
-from poptorch._frontend import capture, tied
+from poptorch._frontend import capture, model_code, tied
 from poptorch.errors import Error
 
 NO_LOSS = ("Couldn't find a loss in graph: the model must return its loss, a scalar "
@@ -185,6 +185,7 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
     # takes real tensors lets the export record them as `get_attr` constants, which
     # `_lift_constants` makes "constant" arguments. Only the model's parameters train.
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    names = model_code.input_names(model, args, kwargs)
     args, kwargs, wrapper.bound = _bind_objects(args, kwargs, fake_mode)
     with contextlib.ExitStack() as stack:
         stack.enter_context(capture.quiet_torch())
@@ -195,14 +196,12 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
             joint = aot_export_joint_with_descriptors(
                 stack, wrapper, tuple(args), dict(kwargs),
                 decompositions=capture.decompositions())
-        except Error:
-            raise
-        except Exception as err:  # noqa: BLE001 - torch's reason, re-raised for the user
-            error = capture.capture_error(err, "the training graph")
+        except Exception as err:  # noqa: BLE001 - the model's own, or torch's reason
             if "mutating a non-functional tensor" in str(err):
-                error = Error(f"could not capture the training graph: {OUTSIDE_UPDATE}",
-                              type="capture", location=error.location)
-            raise error from err
+                error = model_code.capture_error(err, "the training graph")
+                raise Error(f"could not capture the training graph: {OUTSIDE_UPDATE}",
+                            type="capture", location=error.location) from err
+            model_code.reraise_from_model(err, "the training graph")
     gm = joint.graph_module
     _backward_traces(gm.graph)
     for node in gm.graph.nodes:  # backward ops run in backward pipeline stages
@@ -225,6 +224,7 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
                  for node in placeholders if node not in erased]
     output = next(node for node in gm.graph.nodes if node.op == "output")
     kept = _merged_results(gm.graph, output, alias_of)
+    _check_input_shapes(kept, placeholders, names, model)
     output.args = (tuple(value for value, _ in kept),)
     gm.recompile()
     results = [result for _, result in kept]
@@ -282,6 +282,21 @@ def _zero_update_tangents(graph: torch.fx.Graph, placeholders: list[torch.fx.Nod
             node.replace_all_uses_with(zeros)
         graph.erase_node(node)
         placeholders.remove(node)
+
+
+def _check_input_shapes(kept: list[tuple[torch.fx.Node, tuple[str, Any]]],
+                        placeholders: list[torch.fx.Node], names: list[str],
+                        model: torch.nn.Module) -> None:
+    """An input updated in place keeps its shape: AOT autograd hides from forward the
+    resize an `out=` tensor of another shape makes, which its update's shape shows
+    (`model_code.input_layouts_kept` refuses the other shape changes)."""
+    inputs = {node.meta["desc"].idx: node.meta["val"] for node in placeholders
+              if type(node.meta.get("desc")).__name__ == "PlainAOTInput"}
+    for value, (kind, index) in kept:
+        if kind == "input" and value.meta["val"].shape != inputs[index].shape:
+            raise model_code.shape_change_error(
+                names[index], model_code.layout(inputs[index]),
+                model_code.layout(value.meta["val"]), model)
 
 
 def _is_weight(node: torch.fx.Node) -> bool:

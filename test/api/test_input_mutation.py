@@ -1,8 +1,8 @@
-"""Inputs updated in place and `out=` arguments, as PopTorch has them (its
-tests/inplace_test.py): an input the model updates in place is written back into the
-user's tensor after each call; `out=` on an input is such an update. Each model also
-runs on the CPU on clones of the inputs, and both the outputs and the updated inputs
-must match."""
+"""Inputs updated in place, `out=` arguments and exceptions raised in forward, as PopTorch
+has them (its tests/inplace_test.py): an input the model updates in place is written
+back into the user's tensor after each call; `out=` on an input is such an update; the
+model's own exceptions reach the user with their type. Each model also runs on the CPU
+on clones of the inputs, and both the outputs and the updated inputs must match."""
 
 import copy
 
@@ -386,3 +386,106 @@ def test_a_saved_executable_writes_updated_inputs_back(tmp_path, training):
     again(x, y, steps)
     assert steps.tolist() == [2]
     torch.testing.assert_close(x, args[0] * 4)
+
+
+# ---- exceptions raised in forward -----------------------------------------------------------
+class Raises(torch.nn.Linear):
+    def __init__(self, raise_):
+        super().__init__(2, 2)
+        self.raise_ = raise_
+
+    def forward(self, x):
+        self.raise_(x)
+        return self.weight.sum() * x.sum()
+
+
+def bad_shape(_):
+    raise ValueError("bad shape")
+
+
+def failing_assert(x):
+    assert x.shape[0] == 3, "needs 3 rows"
+
+
+def missing_key(x):
+    return x["missing"]
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize(("raise_", "kind", "text", "dict_input"), [
+    (bad_shape, ValueError, "bad shape", False),
+    (failing_assert, AssertionError, "needs 3 rows", False),
+    (missing_key, KeyError, "'missing'", True)], ids=["raise", "assert", "key"])
+def test_the_models_own_exceptions_keep_their_type(training, raise_, kind, text, dict_input):
+    """As PopTorch, which traces forward in Python: `except ValueError` works and the
+    traceback and a note show the line that raised."""
+    wrap = poptorch.trainingModel if training else poptorch.inferenceModel
+    ipu = wrap(Raises(raise_), _quiet())
+    x = {"present": torch.ones(2)} if dict_input else torch.ones(2)
+    with pytest.raises(kind) as info:
+        ipu(x)
+    assert str(info.value).splitlines()[0] == text  # (pytest adds to an assert's)
+    line = raise_.__code__.co_firstlineno + 1
+    what = "the training graph" if training else "the model with torch.export"
+    assert info.value.__notes__ == [f"raised by the model at {__file__}:{line} while "
+                                    f"poptorch captured {what}"]
+    assert info.traceback[-1].lineno + 1 == line  # (pytest's are 0-based)
+    assert not ipu.isCompiled()
+
+
+def test_torch_export_errors_stay_poptorch_errors():
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return x @ torch.ones(3, 3)
+
+    with pytest.raises(poptorch.Error) as info:
+        poptorch.inferenceModel(Model(), _quiet())(torch.ones(2))
+    assert info.value.type == "capture"
+    assert info.value.message == ("could not capture the model with torch.export: a and b "
+                                  "must have same reduction dim, but got [1, 2] X [3, 3].")
+    assert info.value.location.endswith(
+        f"test_input_mutation.py:{Model.forward.__code__.co_firstlineno + 1}")
+
+
+# ---- what remains refused ---------------------------------------------------------------------
+SHAPE_CHANGE = ("the model changes the shape or strides of its input '{name}' in place, from "
+                "{before} to {after}, as `t_()`, `unsqueeze_()`, `resize_()` or an `out=` "
+                "tensor of another shape do; an input keeps its shape on the IPU: compute a "
+                "new tensor instead (for example `x = x.t()`)")
+
+
+def transpose(x, _):
+    x.t_()
+
+
+def unsqueeze(x, _):
+    x.unsqueeze_(0)
+
+
+def out_of_another_shape(x, o):
+    torch.add(x, 1, out=o)
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize(("change", "name", "before", "after"), [
+    (transpose, "x", "[3, 4] (strides [4, 1])", "[4, 3] (strides [1, 4])"),
+    (unsqueeze, "x", "[3, 4] (strides [4, 1])", "[1, 3, 4] (strides [12, 4, 1])"),
+    (out_of_another_shape, "o[0]", "[2] (strides [1])", "[3, 4] (strides [4, 1])")],
+    ids=["t_", "unsqueeze_", "out="])
+def test_changing_an_inputs_shape_in_place_is_an_error(training, change, name, before,
+                                                       after):
+    """torch.export does not record such changes and the input's tensor keeps its shape:
+    refused, at the model's forward."""
+
+    class Model(torch.nn.Linear):
+        def forward(self, x, o):
+            change(x, o[0])
+            return self.weight.sum() * x.sum()
+
+    wrap = poptorch.trainingModel if training else poptorch.inferenceModel
+    with pytest.raises(poptorch.Error) as info:
+        wrap(Model(2, 2), _quiet())(torch.ones(3, 4), [torch.zeros(2)])
+    assert info.value.message == SHAPE_CHANGE.format(name=name, before=before, after=after)
+    assert info.value.location == f"{__file__}:{Model.forward.__code__.co_firstlineno}"
+
