@@ -65,6 +65,20 @@ def test_an_input_in_a_structure_updated_in_place(structure):
     check_updates(AddInPlace(), structure([torch.Tensor([1.0])]))
 
 
+def test_a_dict_input_given_in_another_order_updates_the_right_tensor():
+    """Dict inputs are matched by key: the update goes to the tensor under its key."""
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            x["b"] += x["a"]
+
+    ipu = poptorch.inferenceModel(Model(), _quiet())
+    a, b = torch.ones(2), torch.zeros(2)
+    ipu({"a": a, "b": b})
+    ipu({"b": b, "a": a})
+    assert a.tolist() == [1.0, 1.0] and b.tolist() == [2.0, 2.0]
+
+
 def test_one_of_several_inputs_updated_in_place():
     """PopTorch's test_inplace_add_multi_elements: nested inputs before the updated one."""
 
@@ -386,6 +400,20 @@ def test_a_saved_executable_writes_updated_inputs_back(tmp_path, training):
     again(x, y, steps)
     assert steps.tolist() == [2]
     torch.testing.assert_close(x, args[0] * 4)
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_a_cached_executable_writes_updated_inputs_back(tmp_path, training):
+    """The second wrapper's program comes from the executable cache."""
+    wrap = poptorch.trainingModel if training else poptorch.inferenceModel
+    opts = _quiet().enableExecutableCaching(str(tmp_path))
+    args = (torch.randn(2, 3), torch.randn(2, 2), torch.zeros(1, dtype=torch.int64))
+    for _ in range(2):
+        x, y, steps = copy.deepcopy(args)
+        wrap(TrainedWithUpdates(), opts.clone())(x, y, steps)
+        torch.testing.assert_close(x, args[0] * 2)
+        assert steps.tolist() == [1]
+    assert len([p for p in tmp_path.iterdir() if p.suffix == ".popexe"]) == 1
 
 
 # ---- exceptions raised in forward -----------------------------------------------------------
