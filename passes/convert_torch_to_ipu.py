@@ -4,12 +4,16 @@ Runs every family's patterns (`passes/conversion/<family>.py`) greedily on the m
 then reports each torch op that remains as unsupported, at its location (the user's
 source line when it came from a model), with the reason a pattern gave for declining.
 Values cross between the two worlds through torch_c casts, which fold away between
-converted ops; `torch-finalizing-backend-type-conversion` removes the rest.
+converted ops; `torch-finalizing-backend-type-conversion` removes the rest. A cast of a
+torch literal folds to an `arith.constant` (a constant tensor the model returns, such
+as an input it fills in place), which becomes an `ipu.constant` like any literal.
 """
 
 from __future__ import annotations
 
 from torch_mlir import ir, rewrite
+
+from poptorch.dialects.creation import ConstantOp
 
 from .conversion import populate_all
 from .conversion.common import FROM_BUILTIN, TO_BUILTIN, Patterns, decline_key
@@ -35,6 +39,19 @@ def fold_cast_pairs(module: ir.Operation) -> None:
             op.erase()
 
 
+def ipu_constants(module: ir.Operation) -> None:
+    """Replace each tensor `arith.constant` (a folded cast of a torch literal) by the
+    `ipu.constant` of its value."""
+    for op in Pass.walk(module):
+        if op.name != "arith.constant" or not isinstance(op.results[0].type,
+                                                        ir.RankedTensorType):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            constant = ConstantOp(op.attributes["value"], op.results[0].type)
+        op.results[0].replace_all_uses_with(constant.result)
+        op.erase()
+
+
 @register
 class ConvertTorchToIpu(Pass):
     argument = "ipu-convert-torch-to-ipu"
@@ -45,6 +62,7 @@ class ConvertTorchToIpu(Pass):
         populate_all(patterns)
         rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
         fold_cast_pairs(module)
+        ipu_constants(module)
         for op in self.walk(module):
             name = op.name
             if not name.startswith("torch.") or name.startswith(KEPT):

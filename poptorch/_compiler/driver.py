@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import torch
 from torch_mlir import ir
 
-from poptorch._frontend import capture
+from poptorch._frontend import capture, model_code
 from poptorch._logging import TRACE_ALL, CompileProgress, logger
 from poptorch.dialects import make_context
 from poptorch.dialects.placement import unplaced
@@ -49,7 +49,7 @@ PIPELINE = (
 )
 # torch and poptorch's own packages: not the checkout's root, whose .venv holds the
 # libraries that define users' models (torchvision, transformers, timm)
-_LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep, *capture.OWN_DIRS)
+_LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep, *model_code.OWN_DIRS)
 
 
 @dataclass

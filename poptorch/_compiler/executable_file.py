@@ -187,6 +187,8 @@ def compiled_sections(compiled: driver.Compiled) -> dict[str, bytes]:
                     loss_shape=list(captured.loss_shape), loss_leaf=captured.loss_leaf)
     else:
         meta.update(mutated_buffers=captured.mutated_buffers,
+                    mutated_inputs=captured.mutated_inputs,
+                    constant_outputs=sorted(captured.constant_outputs.items()),
                     in_spec=pytree.treespec_dumps(captured.in_spec),
                     input_meta=[[list(s), dtype_name(d)] for s, d in captured.input_meta])
     return {"module": compiled.module_text.encode(),
@@ -211,14 +213,16 @@ def compiled_from_sections(sections: dict[str, bytes], path: str, training: bool
         out_spec = pytree.treespec_loads(meta["out_spec"])
         if training:
             captured = joint.TrainingCaptured(
-                None, arguments, [(str(kind), value) for kind, value in meta["results"]],
+                None, arguments, [(str(kind), int(value) if kind == "input" else value)
+                                  for kind, value in meta["results"]],
                 tuple(int(d) for d in meta["loss_shape"]), out_spec, int(meta["loss_leaf"]),
                 constants)
         else:
             captured = capture.Captured(
                 None, arguments, constants, [str(n) for n in meta["mutated_buffers"]],
                 pytree.treespec_loads(meta["in_spec"]), out_spec,
-                shape_meta(meta["input_meta"]))
+                shape_meta(meta["input_meta"]), [int(i) for i in meta["mutated_inputs"]],
+                {int(i): value for i, value in meta["constant_outputs"]})
     except Exception as err:  # noqa: BLE001 - any malformed metadata is a corrupt file
         raise _error(path, f"is corrupt: its program metadata is malformed ({err!r})") \
             from None
@@ -303,17 +307,20 @@ def _inconsistency(captured: Any, results: int, arguments: int) -> str:
     weights = {a.name for a in captured.arguments if a.kind in ("buffer", "parameter")}
     if not set(captured.mutated_buffers) <= weights:
         return "a mutated buffer is not a buffer or parameter argument"
+    if not {str(i) for i in captured.mutated_inputs} <= set(inputs):
+        return "an updated input is not an input argument"
     if training:
         result_kinds = {kind for kind, _ in captured.results}
         params = {a.name for a in captured.arguments if a.kind == "parameter"}
-        if not result_kinds <= {"buffer", "output", "grad"} or "output" not in result_kinds:
+        if not result_kinds <= {"buffer", "input", "output", "grad"} \
+                or "output" not in result_kinds:
             return "bad result kinds"
         if not set(captured.trainable) <= params or len(captured.results) != results:
             return "results do not match @main's"
         if not 0 <= captured.loss_leaf <= sum(k == "output" for k, _ in captured.results) - 1:
             return "the loss is not one of the outputs"
-    elif len(captured.mutated_buffers) > results:
-        return "more buffer updates than @main's results"
+    elif len(captured.mutated_buffers) + len(captured.mutated_inputs) > results:
+        return "more buffer and input updates than @main's results"
     return ""
 
 

@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 
 from poptorch import _logging
 from poptorch._compiler import cache, driver
-from poptorch._executor import batches, input_check, persistence, trainers, user_api
+from poptorch._executor import batches, input_check, input_updates, persistence, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.device import DeviceLease
 from poptorch._executor.figures import MachineFigures
@@ -394,8 +394,10 @@ class PoplarExecutor(user_api.ExecutorExtras):
         self._check_inputs(flat, spec)
         self._before_run()
         # one call; if it fails mid-run the device state is put back as it was before
-        result = self._device.run(self._steps(), self._name(), lambda: self._run(flat),
-                                  self._snapshot, self._restore)
+        result, updates = self._device.run(self._steps(), self._name(),
+                                           lambda: self._run(flat), self._snapshot,
+                                           self._restore)
+        input_updates.write_back(flat, self._compiled.captured.mutated_inputs, updates)
         self._figures.ran(self._compiled, self._options,
                           "training" if self._training else "inference")
         self._anchors.finish(self._options, self._training)
@@ -421,7 +423,7 @@ class PoplarExecutor(user_api.ExecutorExtras):
     def _step(self, inputs: list[Any], step: int, extra: dict[str, Any] | None = None
               ) -> list[np.ndarray]:
         """Run the program on micro-batch `step`; store buffer updates; return the other
-        results, each with its replica axis."""
+        results (updated inputs first), each with its replica axis."""
         self._device.fail_if_struck(step, self._name())
         compiled = self._compiled
         captured = compiled.captured
@@ -437,13 +439,9 @@ class PoplarExecutor(user_api.ExecutorExtras):
         with device_random(self._random, replicas), np.errstate(all="ignore"):
             results = program.run(*args)
         n_mut = len(captured.mutated_buffers)
-        for name, value in zip(captured.mutated_buffers, results[:n_mut], strict=True):
-            if name in self._frozen:
-                continue
-            value = np.asarray(value)
-            if self._options.broadcast_buffers and value.ndim > arrays[name].ndim:
-                value = value[0]  # broadcast replica 0's buffers to every replica
-            self._device_weights.store_buffer(name, value)
+        self._device_weights.store_buffers(
+            zip(captured.mutated_buffers, results[:n_mut], strict=True), self._frozen,
+            self._options.broadcast_buffers)
         self._record_anchors(captured.arguments, args)
         ranks = program.result_ranks[n_mut:]
         return [r if n_mut + i in program.summed  # reduced over replicas already
@@ -454,13 +452,15 @@ class PoplarExecutor(user_api.ExecutorExtras):
         """The program `_step` runs (training's may sum gradients over replicas)."""
         return self._compiled.program
 
-    def _run(self, flat: list[Any]):
+    def _run(self, flat: list[Any]) -> tuple[Any, list[np.ndarray]]:
+        """The call's outputs and the new values of the inputs it updates in place."""
         inputs = batches.stacked_inputs(flat, self._options, self._steps())
         per_step = [self._step(inputs, d) for d in range(self._steps())]
+        updated = self._compiled.captured.mutated_inputs
         outputs = [batches.combine([it[i] for it in per_step], self._options, self._training)
-                   for i in range(len(per_step[0]))] if per_step else []
-        return pytree.tree_unflatten(outputs, self._compiled.captured.out_spec)
-
+                   for i in range(len(updated), len(per_step[0]))] if per_step else []
+        return (self._compiled.captured.outputs(outputs),
+                input_updates.combine(per_step, self._options, flat, updated))
 
     # ---- the machine model's figures (`MachineFigures`) ----------------------------------
     def _compiled_for(self, what: str) -> driver.Compiled:

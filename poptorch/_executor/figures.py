@@ -6,8 +6,9 @@ for them (`executor._figures`: the machine, the last run's timeline, the profile
 - Machine: `useOfflineIpuTarget(v)` selects `machine_for(v)` (1: GC2, 2: GC200, 21:
   GC200 with FP8); otherwise the GC200.
 - Host streams: every user input is streamed from the host per micro-batch, every output
-  the model returns (not the buffers it updates, not the gradients) back to it. The
-  loss's tangent is a constant of the program, not a stream.
+  the model returns and every input it updates in place (not the buffers it updates,
+  not the gradients) back to it. The loss's tangent is a constant of the program, not a
+  stream.
 - Memory: weights, buffers and inputs from the captured arguments, optimizer state
   slots from the optimizer's state layout, `Options.TensorLocations`, the replication
   factor, gradient accumulation, the stash the timeline found, and each op's temporary
@@ -45,24 +46,26 @@ def machine_of(options: Options) -> Machine:
 
 def streams_of(captured: Any, training: bool, results: int) -> HostStreams:
     """The host streams of @main: (argument index, name) of the user inputs and (result
-    index, name) of the outputs; `results` is @main's number of results."""
+    index, name) of the outputs, then of the inputs' in-place updates (`input{i} update`);
+    `results` is @main's number of results."""
     inputs = [(index, f"input{arg.name}") for index, arg in enumerate(captured.arguments)
               if arg.kind == "input"]
-    if training:
-        kinds = [kind for kind, _ in captured.results]
-    else:
-        n_mut = len(captured.mutated_buffers)
-        kinds = ["buffer"] * n_mut + ["output"] * (results - n_mut)
+    kinds = [kind for kind, _ in results_of(captured, training)]
+    kinds += ["output"] * (results - len(kinds))
     outputs = [(index, f"output{n}") for n, index in
                enumerate(i for i, kind in enumerate(kinds) if kind == "output")]
-    return HostStreams(inputs, outputs)
+    updates = [(index, f"input{name} update") for index, (kind, name)
+               in enumerate(results_of(captured, training)) if kind == "input"]
+    return HostStreams(inputs, outputs + updates)
 
 
 def results_of(captured: Any, training: bool) -> list[tuple[str, Any]]:
-    """(kind, name) of @main's results, as `runtime.memory.estimate` takes them."""
+    """(kind, name) of @main's results, as `runtime.memory.estimate` takes them (in
+    inference, the outputs after these)."""
     if training:
         return list(captured.results)
-    return [("buffer", name) for name in captured.mutated_buffers]
+    return [*(("buffer", name) for name in captured.mutated_buffers),
+            *(("input", index) for index in captured.mutated_inputs)]
 
 
 def _location(settings: Any) -> Location:

@@ -17,7 +17,8 @@ import torch
 from torch.utils import _pytree as pytree
 
 from poptorch._frontend import arg_parsers
-from poptorch._frontend.capture import given_dtype, library_file
+from poptorch._frontend.capture import given_dtype
+from poptorch._frontend.model_code import library_file
 from poptorch.errors import Error
 
 _AGAIN = "wrap the model again to compile it for the new inputs"

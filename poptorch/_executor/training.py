@@ -28,7 +28,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from poptorch._compiler.optimizer_program import GLOBAL, OptimizerSpec, describe
-from poptorch._executor import batches, figures, trainers, user_api
+from poptorch._executor import batches, figures, input_updates, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.executor import PoplarExecutor
 from poptorch._frontend import joint
@@ -381,7 +381,9 @@ class TrainingExecutor(PoplarExecutor):
         captured = self._compiled.captured
         inputs = batches.stacked_inputs(flat, self._options, self._steps())
         accumulation = self._accumulation()
-        n_outputs = sum(kind == "output" for kind, _ in captured.results)
+        updated = captured.mutated_inputs
+        # a step's results: the updated inputs, the outputs, the gradients
+        n_forward = len(updated) + sum(kind == "output" for kind, _ in captured.results)
         post = self._strategy() != MeanReductionStrategy.Running
         mean = self._mean()
         seed = self._loss_seed()
@@ -390,8 +392,8 @@ class TrainingExecutor(PoplarExecutor):
             total = None
             for g in range(accumulation):
                 results = self._step(inputs, d * accumulation + g, {"tangent": seed})
-                per_step.append(results[:n_outputs])
-                grads = results[n_outputs:]
+                per_step.append(results[:n_forward])
+                grads = results[n_forward:]
                 if total is None:
                     total = list(grads)  # sums below make new arrays
                 elif mean and not post:  # running mean
@@ -402,10 +404,11 @@ class TrainingExecutor(PoplarExecutor):
                 total = [t / accumulation for t in total]
             self._apply(total)
         outputs = [batches.combine([step[i] for step in per_step], self._options, True)
-                   for i in range(n_outputs)]
+                   for i in range(len(updated), n_forward)]
         leaves = outputs[1:]
         leaves.insert(captured.loss_leaf, outputs[0])
-        return pytree.tree_unflatten(leaves, captured.out_spec)
+        return (pytree.tree_unflatten(leaves, captured.out_spec),
+                input_updates.combine(per_step, self._options, flat, updated))
 
     def _apply(self, grads: list[np.ndarray]) -> None:
         """Reduce gradients over replicas and run the optimizer step. A replica-grouped

@@ -12,7 +12,8 @@ state.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -22,7 +23,7 @@ from poptorch._executor import replica_grouping as grouping
 
 class DeviceWeights:
     """The device arrays of a model's weights and buffers (`arrays`, read by the program
-    calls; replaced through `store_buffer` / `store_weights`)."""
+    calls; replaced through `store_buffers` / `store_weights`)."""
 
     def __init__(self) -> None:
         # weight or buffer name -> its device array
@@ -59,10 +60,19 @@ class DeviceWeights:
         for name, tensor in hosts:
             self._put(name, tensor, groupings)
 
-    def store_buffer(self, name: str, value: np.ndarray) -> None:
-        """A buffer the program updated."""
-        self.arrays[name] = value
-        self.buffers_dirty = True
+    def store_buffers(self, values: Iterable[tuple[str, Any]], frozen: Container[str],
+                      broadcast: bool) -> None:
+        """The buffers (and parameters) a program step updated in place, except the
+        `frozen` ones; with `broadcast` (Options.broadcastBuffers), replica 0's value
+        for every replica."""
+        for name, value in values:
+            if name in frozen:
+                continue
+            value = np.asarray(value)
+            if broadcast and value.ndim > self.arrays[name].ndim:
+                value = value[0]
+            self.arrays[name] = value
+            self.buffers_dirty = True
 
     def store_weights(self, values: Iterable[tuple[str, np.ndarray]]) -> None:
         """The weights an optimizer step updated."""

@@ -9,7 +9,13 @@ a function argument, in the exported graph's placeholder order. poptorch annotat
 torch-mlir's rewrites, and the `ipu-import-annotations` pass turns them into attributes.
 Buffers and parameters the model updates in place (a BatchNorm's statistics, a
 weight rescaled under `torch.no_grad()`) lead the program's results, as PopTorch
-updates both in place on the device (its `update_param_inplace`).
+updates both in place on the device (its `update_param_inplace`); the new values of
+inputs the model updates in place (`x += 1`, `torch.add(a, b, out=x)`) follow them, and
+the executor copies them into the user's tensors after each call, as PopTorch does.
+
+An exception the model's own code raises reaches the user as it is, as when PopTorch
+traces forward in Python; what torch's export machinery raises becomes a poptorch.Error
+at the model's line (`model_code`).
 """
 
 from __future__ import annotations
@@ -17,10 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
-import re
 import threading
-import traceback
 import warnings
 import weakref
 from dataclasses import dataclass, field
@@ -43,7 +46,7 @@ from torch_mlir.extras.fx_importer import (
     GraphNodeImporter,
 )
 
-from poptorch._frontend import arg_parsers, tied
+from poptorch._frontend import arg_parsers, model_code, tied
 from poptorch._frontend.annotations import capture_scope
 from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
 from poptorch.errors import Error
@@ -85,33 +88,52 @@ def dtype_named(name: Any) -> torch.dtype:
     return value
 
 
-# id of a narrowed tensor -> (a weak reference to it, the dtype the user gave), for
-# errors in the user's terms (by identity: tensors' `==` compares their elements)
-_GIVEN_DTYPES: dict[int, tuple[weakref.ref, torch.dtype]] = {}
+# id of a copy poptorch made of a user's tensor (narrowed to 32 bits, or one tensor given
+# for several inputs) -> (a weak reference to the copy, the dtype the user gave, a weak
+# reference to the tensor copied), for errors in the user's terms and for writing inputs
+# updated in place back (by identity: tensors' `==` compares their elements)
+_COPIES: dict[int, tuple[weakref.ref, torch.dtype, weakref.ref]] = {}
 
 
 def _forget(ref: weakref.ref, key: int) -> None:
-    if _GIVEN_DTYPES.get(key, (None,))[0] is ref:
-        del _GIVEN_DTYPES[key]
+    if _COPIES.get(key, (None,))[0] is ref:
+        del _COPIES[key]
+
+
+def _copy_of(copy: torch.Tensor, tensor: torch.Tensor) -> torch.Tensor:
+    """`copy`, remembered as a copy of the user's `tensor` (`given_dtype`, `given_tensor`)."""
+    key = id(copy)
+    _COPIES[key] = (weakref.ref(copy, functools.partial(_forget, key=key)),
+                    given_dtype(tensor), weakref.ref(tensor))
+    return copy
 
 
 def narrow(value: Any) -> Any:
     """`value` with int64/float64 tensors narrowed to int32/float32 (`given_dtype` tells
     the dtype a narrowed tensor had)."""
     if isinstance(value, torch.Tensor) and value.dtype in NARROWED:
-        narrowed = value.to(NARROWED[value.dtype])
-        key = id(narrowed)
-        _GIVEN_DTYPES[key] = (weakref.ref(narrowed, functools.partial(_forget, key=key)),
-                              value.dtype)
-        return narrowed
+        return _copy_of(value.to(NARROWED[value.dtype]), value)
     return value
+
+
+def _copied(tensor: torch.Tensor) -> tuple[torch.dtype, weakref.ref] | None:
+    ref, dtype, source = _COPIES.get(id(tensor), (None, None, None))
+    return (dtype, source) if ref is not None and ref() is tensor else None
 
 
 def given_dtype(tensor: torch.Tensor) -> torch.dtype:
     """The dtype the user gave for `tensor`: torch.int64 for an int64 input `narrow`
     made int32."""
-    ref, dtype = _GIVEN_DTYPES.get(id(tensor), (None, tensor.dtype))
-    return dtype if ref is None or ref() is tensor else tensor.dtype
+    copied = _copied(tensor)
+    return tensor.dtype if copied is None else copied[0]
+
+
+def given_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """The user's tensor that `tensor` is a copy of (`narrow`, `flatten_inputs`), or
+    `tensor` itself: where an input updated in place is written back."""
+    while (copied := _copied(tensor)) is not None and copied[1]() is not None:
+        tensor = copied[1]()
+    return tensor
 
 
 @dataclass
@@ -136,10 +158,24 @@ class Captured:
     in_spec: pytree.TreeSpec
     out_spec: pytree.TreeSpec
     input_meta: list[tuple[tuple[int, ...], torch.dtype]] = field(default_factory=list)
+    # flat indices of the inputs updated in place, in the order their new values follow
+    # the buffers' in the results
+    mutated_inputs: list[int] = field(default_factory=list)
+    # leaf index -> value of the outputs that are no tensors (None, a number, a string,
+    # which torch.export keeps as constants): not results of the program, put back by
+    # `outputs`
+    constant_outputs: dict[int, Any] = field(default_factory=dict)
 
     @property
     def graph_module(self) -> torch.fx.GraphModule:
         return self.program.graph_module
+
+    def outputs(self, results: list[Any]) -> Any:
+        """The model's outputs, structured, from the program's output results."""
+        leaves = list(results)
+        for index, value in sorted(self.constant_outputs.items()):
+            leaves.insert(index, value)
+        return pytree.tree_unflatten(leaves, self.out_spec)
 
 
 def _scalar_to_tensor(op):
@@ -196,7 +232,7 @@ def _distinct(flat: list[Any]) -> list[Any]:
     for index, value in enumerate(flat):
         if isinstance(value, torch.Tensor):
             if id(value) in seen:
-                flat[index] = value.clone()
+                flat[index] = _copy_of(value.clone(), value)
             seen.add(id(value))
     return flat
 
@@ -212,68 +248,11 @@ def tracing_contexts(model: torch.nn.Module) -> list:
     instead of fused CPU kernels (mkldnn RNN layers, flash attention) that have no
     decomposition, in the forward or the backward, and torch.export's own "exporting"
     state, in the training capture too: libraries skip their data-dependent Python
-    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`)."""
+    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`); and the
+    check that forward keeps its inputs' shapes (`model_code.input_layouts_kept`)."""
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
             torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
-            _compiling_state_context()]
-
-
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# poptorch and the packages mapped into it (dialects, passes, runtime), not the tests
-OWN_DIRS = tuple(os.path.join(_ROOT, name) + os.sep
-                 for name in ("poptorch", "dialects", "passes", "runtime"))
-
-
-def library_file(path: str) -> bool:
-    """Whether `path` is torch's or poptorch's own code, not the user's."""
-    return os.path.abspath(path).startswith((_TORCH_DIR, *OWN_DIRS))
-
-
-def user_line(node: torch.fx.Node | None) -> str:
-    """`file:line` of the model's code that made `node` (the innermost frame of its
-    stack trace outside torch and poptorch), or ""."""
-    trace = (node.stack_trace or "") if isinstance(node, torch.fx.Node) else ""
-    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
-    user = [f"{name}:{line}" for name, line in frames
-            if not library_file(name)]
-    return user[-1] if user else ""
-
-
-def input_update_error(which: str, node: torch.fx.Node | None) -> Error:
-    """The error for a model that updates its input `which` in place, at `node`'s line."""
-    return Error(f"the model updates its input {which} in place; inputs are copied to the "
-                 "device, so the update would not reach the host tensor: compute a new "
-                 "tensor instead (for example `x = x * 2` for `x.mul_(2)`)", type="capture",
-                 location=user_line(node))
-
-
-def capture_error(err: Exception, what: str) -> Error:
-    """A poptorch.Error for an exception torch raised while capturing the model, at the
-    model's source line: the innermost frame of the traceback outside torch and poptorch
-    (the user's model, or the library that defines it, such as transformers)."""
-    frames = [f for f in traceback.extract_tb(err.__traceback__)
-              if not f.filename.startswith("<")
-              and not library_file(f.filename)]
-    location = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
-    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    unknown = re.search(r"Found <class '([^']+)'> in output, which is not a known type",
-                        str(err))
-    if unknown:
-        hint = (" (Hugging Face caches: transformers.integrations.executorch."
-                "register_dynamic_cache_export_support(), or use_cache=False)"
-                if unknown.group(1).startswith("transformers.") else "")
-        reason = (f"the model returns a {unknown.group(1)}, which is not a tensor nor a "
-                  "structure of tensors poptorch can take apart: register the type with "
-                  f"torch.utils._pytree.register_pytree_node{hint}, or do not return it")
-    data_dependent = ("_local_scalar_dense", "data-dependent", "Data-dependent",
-                      "DataDependent")
-    if not unknown and any(text in f"{type(err).__name__} {err}" for text in data_dependent):
-        code = f" (`{frames[-1].line}`)" if frames and frames[-1].line else ""
-        reason = (f"the model reads the value of a tensor in Python{code}, which makes its "
-                  "control flow depend on the data; compute it with tensor operations "
-                  "(torch.where, masks) or move it out of the model")
-    return Error(f"could not capture {what}: {reason}", type="capture", location=location)
+            _compiling_state_context(), model_code.input_layouts_kept(model)]
 
 
 @contextlib.contextmanager
@@ -294,14 +273,12 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
         try:
             program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
             program = program.run_decompositions(decompositions())
-        except Error:
-            raise
-        except Exception as err:  # noqa: BLE001 - torch's own reason, re-raised for the user
-            raise capture_error(err, "the model with torch.export") from err
-    check_static_shapes(program.graph_module.graph, user_line)
+        except Exception as err:  # noqa: BLE001 - the model's own, or torch's reason
+            model_code.reraise_from_model(err, "the model with torch.export")
+    check_static_shapes(program.graph_module.graph, model_code.user_line)
     signature = program.graph_signature
     merged, alias_of = tied.merge_exported(program, model)  # one argument per tensor
-    arguments, user_index = [], 0
+    arguments, user_index, input_index = [], 0, {}
     for index, spec in enumerate(signature.input_specs):
         if index in merged:
             continue
@@ -310,6 +287,7 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
                 _drop_placeholder(program.graph_module, spec.arg.name)
             else:  # (None is a leaf of the flattened inputs too: it keeps its index)
                 arguments.append(Argument("input", str(user_index)))
+                input_index[spec.arg.name] = user_index
             user_index += 1
         elif spec.kind == InputKind.PARAMETER:
             arguments.append(Argument("parameter", alias_of.get(spec.target, spec.target)))
@@ -321,16 +299,26 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
         else:
             raise Error(f"unsupported input kind {spec.kind.name} in the captured model",
                         type="capture")
-    mutated = []
+    mutated, mutated_inputs, constant_outputs = [], [], {}
     output = next(node for node in program.graph_module.graph.nodes if node.op == "output")
+    values: dict[str, list] = {"buffer": [], "input": [], "output": []}
     for spec, value in zip(signature.output_specs, output.args[0], strict=True):
         if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
             mutated.append(alias_of.get(spec.target, spec.target))
+            values["buffer"].append(value)
         elif spec.kind == OutputKind.USER_INPUT_MUTATION:
-            raise input_update_error(f"'{spec.target}'", value)
-        elif spec.kind != OutputKind.USER_OUTPUT:
+            mutated_inputs.append(input_index[spec.target])
+            values["input"].append(value)
+        elif spec.kind == OutputKind.USER_OUTPUT and isinstance(value, torch.fx.Node):
+            values["output"].append(value)
+        elif spec.kind == OutputKind.USER_OUTPUT:
+            constant_outputs[len(values["output"]) + len(constant_outputs)] = value
+        else:
             raise Error(f"unsupported output kind {spec.kind.name} ('{spec.target}') in the "
                         "captured model", type="capture")
+    # the results' order: updated buffers, updated inputs, outputs (export's order too)
+    output.args = (tuple(values["buffer"] + values["input"] + values["output"]),)
+    program.graph_module.recompile()
     flat, _ = flatten_inputs(args, kwargs)
     return Captured(
         program=program,
@@ -340,7 +328,10 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
         in_spec=program.call_spec.in_spec,
         out_spec=program.call_spec.out_spec,
         input_meta=[(tuple(t.shape), t.dtype) for t in flat if isinstance(t, torch.Tensor)],
+        mutated_inputs=mutated_inputs,
+        constant_outputs=constant_outputs,
     )
+
 
 
 def _drop_placeholder(gm: torch.fx.GraphModule, name: str) -> None:

@@ -16,6 +16,11 @@ steps it with the gradient taken at that value, as autograd on the CPU does. AOT
 autograd gives such an update a tangent of its own, as if the loss could depend on the
 updated value after the step; nothing does, so that tangent is zero
 (`_zero_update_tangents`) and the loss seed is the graph's only tangent.
+
+An input the model updates in place (`x.mul_(2)`, `torch.add(a, b, out=x)`) is data,
+with no gradient (`_bind_objects` detaches it): its new value is one more forward result
+("input", flat index), after the buffers' updates, which the executor writes back into
+the user's tensor, as in inference.
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ from typing import Any
 import torch
 from torch._functorch.aot_autograd import aot_export_joint_with_descriptors
 from torch._subclasses.fake_tensor import (
-    DataDependentOutputException,
     DynamicOutputShapeException,
     FakeTensorMode,
 )
@@ -35,7 +39,7 @@ from torch.fx.experimental.proxy_tensor import _MakefxTracer
 from torch.utils import _pytree as pytree
 
 from poptorch import ops
-from poptorch._frontend import capture, tied
+from poptorch._frontend import capture, model_code, tied
 from poptorch._frontend.op_names import check_static_shapes, static_shape_error
 from poptorch.errors import Error
 
@@ -55,8 +59,8 @@ class TrainingCaptured:
 
     graph_module: torch.fx.GraphModule
     arguments: list[capture.Argument]  # kinds: parameter, buffer, constant, input, tangent
-    # ("buffer", name) (a buffer or parameter updated in place) | ("output", leaf) |
-    # ("grad", param)
+    # ("buffer", name) (a buffer or parameter updated in place) | ("input", flat index)
+    # (an input updated in place) | ("output", leaf) | ("grad", param)
     results: list[tuple[str, Any]]
     loss_shape: tuple[int, ...]
     out_spec: pytree.TreeSpec  # the user's output structure
@@ -70,6 +74,10 @@ class TrainingCaptured:
     @property
     def mutated_buffers(self) -> list[str]:
         return [name for kind, name in self.results if kind == "buffer"]
+
+    @property
+    def mutated_inputs(self) -> list[int]:
+        return [int(index) for kind, index in self.results if kind == "input"]
 
 
 class _LossFirst(torch.nn.Module):
@@ -181,6 +189,7 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
     # takes real tensors lets the export record them as `get_attr` constants, which
     # `_lift_constants` makes "constant" arguments. Only the model's parameters train.
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    names = model_code.input_names(model, args, kwargs)
     args, kwargs, wrapper.bound = _bind_objects(args, kwargs, fake_mode)
     with contextlib.ExitStack() as stack:
         stack.enter_context(capture.quiet_torch())
@@ -191,18 +200,17 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
             joint = aot_export_joint_with_descriptors(
                 stack, wrapper, tuple(args), dict(kwargs),
                 decompositions=capture.decompositions())
-        except Error:
-            raise
-        except Exception as err:  # noqa: BLE001 - torch's reason, re-raised for the user
-            error = capture.capture_error(err, "the training graph")
-            if isinstance(err, DynamicOutputShapeException | DataDependentOutputException):
-                raise static_shape_error(err.func, error.location) from err
+        except Exception as err:  # noqa: BLE001 - the model's own, or torch's reason
+            if isinstance(err, DynamicOutputShapeException):  # (reads: capture_error's words)
+                location = model_code.capture_error(err, "the training graph").location
+                raise static_shape_error(err.func, location) from err
             if "mutating a non-functional tensor" in str(err):
-                error = Error(f"could not capture the training graph: {OUTSIDE_UPDATE}",
-                              type="capture", location=error.location)
-            raise error from err
+                error = model_code.capture_error(err, "the training graph")
+                raise Error(f"could not capture the training graph: {OUTSIDE_UPDATE}",
+                            type="capture", location=error.location) from err
+            model_code.reraise_from_model(err, "the training graph")
     gm = joint.graph_module
-    check_static_shapes(gm.graph, capture.user_line)
+    check_static_shapes(gm.graph, model_code.user_line)
     _backward_traces(gm.graph)
     for node in gm.graph.nodes:  # backward ops run in backward pipeline stages
         if node.meta.get("partitioner_tag") == "is_backward":
@@ -224,6 +232,7 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
                  for node in placeholders if node not in erased]
     output = next(node for node in gm.graph.nodes if node.op == "output")
     kept = _merged_results(gm.graph, output, alias_of)
+    _check_input_shapes(kept, placeholders, names, model)
     output.args = (tuple(value for value, _ in kept),)
     gm.recompile()
     results = [result for _, result in kept]
@@ -283,6 +292,21 @@ def _zero_update_tangents(graph: torch.fx.Graph, placeholders: list[torch.fx.Nod
         placeholders.remove(node)
 
 
+def _check_input_shapes(kept: list[tuple[torch.fx.Node, tuple[str, Any]]],
+                        placeholders: list[torch.fx.Node], names: list[str],
+                        model: torch.nn.Module) -> None:
+    """An input updated in place keeps its shape: AOT autograd hides from forward the
+    resize an `out=` tensor of another shape makes, which its update's shape shows
+    (`model_code.input_layouts_kept` refuses the other shape changes)."""
+    inputs = {node.meta["desc"].idx: node.meta["val"] for node in placeholders
+              if type(node.meta.get("desc")).__name__ == "PlainAOTInput"}
+    for value, (kind, index) in kept:
+        if kind == "input" and value.meta["val"].shape != inputs[index].shape:
+            raise model_code.shape_change_error(
+                names[index], model_code.layout(inputs[index]),
+                model_code.layout(value.meta["val"]), model)
+
+
 def _is_weight(node: torch.fx.Node) -> bool:
     return type(node.meta.get("desc")).__name__ in ("ParamAOTInput", "BufferAOTInput")
 
@@ -294,9 +318,6 @@ def _merged_results(graph: torch.fx.Graph, output: torch.fx.Node,
     grouped: dict[tuple[str, Any], list[torch.fx.Node]] = {}
     updated: dict[str, str] = {}  # name -> "parameter" or "buffer", of in-place updates
     for value, desc in zip(output.args[0], output.meta["desc"], strict=True):
-        if type(desc).__name__ == "InputMutationAOTOutput" \
-                and type(desc.mutated_input).__name__ == "PlainAOTInput":
-            raise capture.input_update_error(str(desc.mutated_input.idx), value)
         if value is None:
             continue
         result = _result(desc, alias_of)
@@ -333,6 +354,9 @@ def _argument(desc, alias_of: dict[str, str]) -> capture.Argument:
 
 def _result(desc, alias_of: dict[str, str]) -> tuple[str, Any]:
     kind = type(desc).__name__
+    if kind == "InputMutationAOTOutput" and type(desc.mutated_input).__name__ \
+            == "PlainAOTInput":
+        return "input", desc.mutated_input.idx
     if kind == "InputMutationAOTOutput":
         name = _strip(desc.mutated_input.target)
         return "buffer", alias_of.get(name, name)

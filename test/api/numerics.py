@@ -25,7 +25,7 @@ def check(model: torch.nn.Module | callable, *inputs, options: poptorch.Options 
     with torch.no_grad():
         expected = model(*inputs, **kwargs)
     actual = poptorch.inferenceModel(model, options)(*inputs, **kwargs)
-    _assert_close(actual, expected, rtol, atol)
+    assert_close(actual, expected, rtol, atol)
     return actual
 
 
@@ -38,16 +38,22 @@ class _FunctionModule(torch.nn.Module):
         return self.fn(*args, **kwargs)
 
 
-def _assert_close(actual, expected, rtol, atol):
+def assert_close(actual, expected, rtol: float | None = None, atol: float | None = None):
+    """poptorch's outputs `actual` match PyTorch's `expected`: structures alike, tensors
+    within the dtype's tolerances (int64 and float64 as the IPU's int32 and float32),
+    other values (None, numbers, strings) equal."""
     if isinstance(expected, tuple | list):
         assert len(actual) == len(expected)
         for a, e in zip(actual, expected, strict=True):
-            _assert_close(a, e, rtol, atol)
+            assert_close(a, e, rtol, atol)
         return
     if isinstance(expected, dict):
         assert actual.keys() == expected.keys()
         for key in expected:
-            _assert_close(actual[key], expected[key], rtol, atol)
+            assert_close(actual[key], expected[key], rtol, atol)
+        return
+    if not isinstance(expected, torch.Tensor):
+        assert actual == expected
         return
     narrowed = {torch.int64: torch.int32, torch.float64: torch.float32}
     expected = expected.to(narrowed.get(expected.dtype, expected.dtype))

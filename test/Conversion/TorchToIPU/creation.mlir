@@ -41,3 +41,16 @@ func.func @uniform(%x: !torch.vtensor<[2,4],f32>) -> !torch.vtensor<[2,4],f32> {
   %0 = torch.aten.uniform %x, %zero, %one, %none : !torch.vtensor<[2,4],f32>, !torch.float, !torch.float, !torch.none -> !torch.vtensor<[2,4],f32>
   return %0 : !torch.vtensor<[2,4],f32>
 }
+
+// -----
+
+// A returned literal: its cast to a builtin tensor folds to an arith.constant, which
+// becomes an ipu.constant too (the JIT runs ipu ops only).
+// CHECK-LABEL: func.func @literal$returned
+// CHECK-NEXT:    %[[C:.*]] = "ipu.constant"() {value = dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>} : () -> tensor<2xf32>
+// CHECK-NEXT:    return %[[C]]
+func.func @literal$returned() -> tensor<2xf32> {
+  %0 = torch.vtensor.literal(dense<[1.0, 2.0]> : tensor<2xf32>) : !torch.vtensor<[2],f32>
+  %1 = torch_c.to_builtin_tensor %0 : !torch.vtensor<[2],f32> -> tensor<2xf32>
+  return %1 : tensor<2xf32>
+}
