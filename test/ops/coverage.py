@@ -87,7 +87,7 @@ def sweep_op(args: tuple) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--cap", type=int, default=8)
+    parser.add_argument("--cap", type=int, default=4)
     parser.add_argument("--ops", default="", help="a regular expression of op names")
     parser.add_argument("--readme", action="store_true")
     parser.add_argument("--show", action="store_true",
