@@ -24,7 +24,7 @@ from torch_mlir import ir
 
 from poptorch.dialects.data_movement import ReshapeOp
 from poptorch.dialects.elementwise import BINARY_OPS, COMPARE_OPS, UNARY_OPS, SelectOp
-from poptorch.dialects.ipu import i64, make_bool
+from poptorch.dialects.ipu import dense_i64, i64, make_bool
 from poptorch.dialects.reduction import (
     ArgMaxOp,
     ArgMinOp,
@@ -73,7 +73,7 @@ def reduce(x: ir.Value, kind: str, dims: list[int], keepdim: bool) -> ir.Value:
     """`ipu.reduce` of builtin `x` over `dims` (normalised), typed by the reduced shape."""
     t = x.type
     out = ir.RankedTensorType.get(reduced_shape(t.shape, dims, keepdim), t.element_type)
-    return ReduceOp(x, ir.StringAttr.get(kind), ir.DenseI64ArrayAttr.get(dims),
+    return ReduceOp(x, ir.StringAttr.get(kind), dense_i64(dims),
                     make_bool(keepdim), out).result
 
 
