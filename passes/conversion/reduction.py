@@ -238,9 +238,19 @@ def weight_norm_backward(op: ir.OpView, b: Builder) -> tuple[ir.Value, ir.Value]
     return grad_v, b.cast(grad_g, grad_g_type.element_type)
 
 
+def singular_values(op: ir.OpView, b: Builder) -> ir.Value:
+    """aten._linalg_svd, which torch.norm(x, 'nuc') and the matrix 2-norms reach: refused,
+    as PopTorch refuses the nuclear norm ("Matrix nuclear norm is not supported.")."""
+    raise Unsupported("singular value decompositions are not supported (PopTorch: \"Matrix "
+                      "nuclear norm is not supported.\"): the nuclear norm (ord='nuc') and "
+                      "the matrix 2-norms (ord=2 or -2 over two dims) need one; use "
+                      "ord='fro', 1, -1, inf or -inf, or a vector norm")
+
+
 # aten ops torch-mlir has no op for: `torch.operator "<name>"` -> lowering
 OPERATORS: dict[str, Lowering] = {
-    "torch.aten._weight_norm_interface_backward": weight_norm_backward}
+    "torch.aten._weight_norm_interface_backward": weight_norm_backward,
+    "torch.aten._linalg_svd": singular_values}
 
 
 def populate_reduction(patterns: Patterns) -> None:

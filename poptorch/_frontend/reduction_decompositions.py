@@ -10,6 +10,8 @@
   as PyTorch's CPU kernel computes it.
 - `aten.median` / `median.dim`: the lower median from a sort (the ipu sort is stable).
 - `aten.all.dims`: not any element false, through `aten.any.dims`.
+- `aten.addmv` (torch.addmv, which the issue names): PyTorch's own decomposition, a
+  scaled matrix-vector product plus the scaled bias.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch._decomp import decomposition_table
 
 aten = torch.ops.aten
 
@@ -106,4 +109,5 @@ def reduction_decompositions(table: dict) -> dict:
     entries[aten.median.default] = _median
     entries[aten.median.dim] = _median_dim
     entries[aten.all.dims] = _all_dims
+    entries[aten.addmv.default] = decomposition_table[aten.addmv.default]
     return entries
