@@ -303,3 +303,26 @@ func.func @logsumexp(%x: !torch.vtensor<[3,4],f32>) -> !torch.vtensor<[3],f32> {
   %0 = torch.aten.logsumexp %x, %dims, %false : !torch.vtensor<[3,4],f32>, !torch.list<int>, !torch.bool -> !torch.vtensor<[3],f32>
   return %0 : !torch.vtensor<[3],f32>
 }
+
+// -----
+
+// A reduction of a 0-d tensor keeps an empty dims array (which the op builder used to
+// drop as falsy).
+// CHECK-LABEL: func.func @sum$scalar
+// CHECK:         "ipu.reduce"(%{{.*}}) {dims = array<i64>, keepdim = false, kind = "sum"} : (tensor<f32>) -> tensor<f32>
+func.func @sum$scalar(%x: !torch.vtensor<[],f32>) -> !torch.vtensor<[],f32> {
+  %none = torch.constant.none
+  %0 = torch.aten.sum %x, %none : !torch.vtensor<[],f32>, !torch.none -> !torch.vtensor<[],f32>
+  return %0 : !torch.vtensor<[],f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @any$scalar
+// CHECK:         "ipu.reduce"(%{{.*}}) {dims = array<i64>, keepdim = true, kind = "any"} : (tensor<i1>) -> tensor<i1>
+func.func @any$scalar(%x: !torch.vtensor<[],f32>) -> !torch.vtensor<[],i1> {
+  %int0 = torch.constant.int 0
+  %true = torch.constant.bool true
+  %0 = torch.aten.any.dim %x, %int0, %true : !torch.vtensor<[],f32>, !torch.int, !torch.bool -> !torch.vtensor<[],i1>
+  return %0 : !torch.vtensor<[],i1>
+}
