@@ -136,8 +136,13 @@ def scan(make: type, op: ir.OpView, b: Builder) -> ir.Value:
 
 
 def vector_norm(x: ir.Value, order: float, dims: list[int], keepdim: bool, b: Builder) -> ir.Value:
-    """The `order`-norm of float `x` over `dims`, from ipu.reduce and elementwise ops."""
+    """The `order`-norm of float `x` over `dims`, from ipu.reduce and elementwise ops.
+    float16 powers (and squares) are taken in float32, as PyTorch accumulates them, so
+    that |x|^p does not overflow where the norm itself would not."""
     t = x.type
+    if str(t.element_type) == "f16" and order not in (0, 1) and not math.isinf(order):
+        wide = vector_norm(b.cast(x, ir.F32Type.get()), order, dims, keepdim, b)
+        return b.cast(wide, t.element_type)
     if order == 2:
         squares = reduce(x, "square_sum", dims, keepdim)
         return UNARY_OPS["sqrt"](squares, squares.type).result

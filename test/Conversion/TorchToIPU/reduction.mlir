@@ -183,6 +183,24 @@ func.func @vector_norm$l2(%x: !torch.vtensor<[3,4],f32>) -> !torch.vtensor<[3],f
 
 // -----
 
+// float16 squares are summed in float32, as PyTorch does (a norm of 300 stays finite).
+// CHECK-LABEL: func.func @vector_norm$l2_f16
+// CHECK:         %[[W:.*]] = "ipu.cast"(%{{.*}}) : (tensor<3x4xf16>) -> tensor<3x4xf32>
+// CHECK-NEXT:    %[[S:.*]] = "ipu.reduce"(%[[W]]) {dims = array<i64: 1>, keepdim = false, kind = "square_sum"} : (tensor<3x4xf32>) -> tensor<3xf32>
+// CHECK-NEXT:    %[[R:.*]] = "ipu.sqrt"(%[[S]]) : (tensor<3xf32>) -> tensor<3xf32>
+// CHECK-NEXT:    "ipu.cast"(%[[R]]) : (tensor<3xf32>) -> tensor<3xf16>
+func.func @vector_norm$l2_f16(%x: !torch.vtensor<[3,4],f16>) -> !torch.vtensor<[3],f16> {
+  %none = torch.constant.none
+  %false = torch.constant.bool false
+  %int2 = torch.constant.int 2
+  %int1 = torch.constant.int 1
+  %dims = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
+  %0 = torch.aten.linalg_vector_norm %x, %int2, %dims, %false, %none : !torch.vtensor<[3,4],f16>, !torch.int, !torch.list<int>, !torch.bool, !torch.none -> !torch.vtensor<[3],f16>
+  return %0 : !torch.vtensor<[3],f16>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @vector_norm$inf
 // CHECK:         %[[A:.*]] = "ipu.abs"(%{{.*}}) : (tensor<3x4xf32>) -> tensor<3x4xf32>
 // CHECK-NEXT:    "ipu.reduce"(%[[A]]) {dims = array<i64: 0, 1>, keepdim = false, kind = "max"} : (tensor<3x4xf32>) -> tensor<f32>
