@@ -9,7 +9,11 @@ Norms, var/std and logsumexp are composed from `ipu.reduce` and elementwise ops.
 normalisation layers and (log-)softmax reach us already decomposed by torch-mlir; the
 gradient of weight normalisation (`aten._weight_norm_interface_backward`, training
 wav2vec2-style convolutions with `weight_norm`), which torch-mlir has no op for, comes
-through `OPERATORS` (see passes/conversion/__init__.py) and is composed the same way.
+through `OPERATORS` (see passes/conversion/__init__.py) and is composed the same way;
+so does `aten._linalg_svd` (the nuclear norm, matrix 2-norms), refused as PopTorch
+refuses it. A 0-d operand reduces over no dims (an empty `dims` array); the reductions
+torch-mlir mishandles on 0-d tensors, the median, cdist and all(dims) are decomposed at
+capture (poptorch/_frontend/reduction_decompositions.py).
 
 Every lowering reads all its constant operands before it builds an op: a lowering that
 declines must leave the IR untouched, or the greedy driver never converges.
