@@ -64,9 +64,21 @@ class Ipu(Dialect, name="ipu"):
 # constraints are built from. (`dense<...>` elements attributes have no registered name
 # IRDL can use at all: ops holding one declare it `Any` and check it in Python.)
 class DenseI64Array(ir.DenseI64ArrayAttr):
-    """Constraint for `array<i64: ...>` attributes (dims, sizes, strides)."""
+    """Constraint for `array<i64: ...>` attributes (dims, sizes, strides).
+
+    Build these with `dense_i64`: an empty array is falsy in Python, and the builder of
+    `dialects.ext` drops falsy attributes ("invalid (`None`?) attribute value")."""
 
     attr_name = "builtin.dense_array"
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def dense_i64(values: Iterable[int]) -> DenseI64Array:
+    """An `array<i64: ...>` attribute for an op builder, kept even when empty (the dims
+    of a reduction of a 0-d tensor)."""
+    return DenseI64Array(ir.DenseI64ArrayAttr.get([int(v) for v in values]))
 
 
 class Bool(ir.BoolAttr):

@@ -9,7 +9,11 @@ Norms, var/std and logsumexp are composed from `ipu.reduce` and elementwise ops.
 normalisation layers and (log-)softmax reach us already decomposed by torch-mlir; the
 gradient of weight normalisation (`aten._weight_norm_interface_backward`, training
 wav2vec2-style convolutions with `weight_norm`), which torch-mlir has no op for, comes
-through `OPERATORS` (see passes/conversion/__init__.py) and is composed the same way.
+through `OPERATORS` (see passes/conversion/__init__.py) and is composed the same way;
+so does `aten._linalg_svd` (the nuclear norm, matrix 2-norms), refused as PopTorch
+refuses it. A 0-d operand reduces over no dims (an empty `dims` array); the reductions
+torch-mlir mishandles on 0-d tensors, the median, cdist and all(dims) are decomposed at
+capture (poptorch/_frontend/reduction_decompositions.py).
 
 Every lowering reads all its constant operands before it builds an op: a lowering that
 declines must leave the IR untouched, or the greedy driver never converges.
@@ -24,7 +28,7 @@ from torch_mlir import ir
 
 from poptorch.dialects.data_movement import ReshapeOp
 from poptorch.dialects.elementwise import BINARY_OPS, COMPARE_OPS, UNARY_OPS, SelectOp
-from poptorch.dialects.ipu import i64, make_bool
+from poptorch.dialects.ipu import dense_i64, i64, make_bool
 from poptorch.dialects.reduction import (
     ArgMaxOp,
     ArgMinOp,
@@ -73,7 +77,7 @@ def reduce(x: ir.Value, kind: str, dims: list[int], keepdim: bool) -> ir.Value:
     """`ipu.reduce` of builtin `x` over `dims` (normalised), typed by the reduced shape."""
     t = x.type
     out = ir.RankedTensorType.get(reduced_shape(t.shape, dims, keepdim), t.element_type)
-    return ReduceOp(x, ir.StringAttr.get(kind), ir.DenseI64ArrayAttr.get(dims),
+    return ReduceOp(x, ir.StringAttr.get(kind), dense_i64(dims),
                     make_bool(keepdim), out).result
 
 
@@ -136,8 +140,13 @@ def scan(make: type, op: ir.OpView, b: Builder) -> ir.Value:
 
 
 def vector_norm(x: ir.Value, order: float, dims: list[int], keepdim: bool, b: Builder) -> ir.Value:
-    """The `order`-norm of float `x` over `dims`, from ipu.reduce and elementwise ops."""
+    """The `order`-norm of float `x` over `dims`, from ipu.reduce and elementwise ops.
+    float16 powers (and squares) are taken in float32, as PyTorch accumulates them, so
+    that |x|^p does not overflow where the norm itself would not."""
     t = x.type
+    if str(t.element_type) == "f16" and order not in (0, 1) and not math.isinf(order):
+        wide = vector_norm(b.cast(x, ir.F32Type.get()), order, dims, keepdim, b)
+        return b.cast(wide, t.element_type)
     if order == 2:
         squares = reduce(x, "square_sum", dims, keepdim)
         return UNARY_OPS["sqrt"](squares, squares.type).result
@@ -238,9 +247,19 @@ def weight_norm_backward(op: ir.OpView, b: Builder) -> tuple[ir.Value, ir.Value]
     return grad_v, b.cast(grad_g, grad_g_type.element_type)
 
 
+def singular_values(op: ir.OpView, b: Builder) -> ir.Value:
+    """aten._linalg_svd, which torch.norm(x, 'nuc') and the matrix 2-norms reach: refused,
+    as PopTorch refuses the nuclear norm ("Matrix nuclear norm is not supported.")."""
+    raise Unsupported("singular value decompositions are not supported (PopTorch: \"Matrix "
+                      "nuclear norm is not supported.\"): the nuclear norm (ord='nuc') and "
+                      "the matrix 2-norms (ord=2 or -2 over two dims) need one; use "
+                      "ord='fro', 1, -1, inf or -inf, or a vector norm")
+
+
 # aten ops torch-mlir has no op for: `torch.operator "<name>"` -> lowering
 OPERATORS: dict[str, Lowering] = {
-    "torch.aten._weight_norm_interface_backward": weight_norm_backward}
+    "torch.aten._weight_norm_interface_backward": weight_norm_backward,
+    "torch.aten._linalg_svd": singular_values}
 
 
 def populate_reduction(patterns: Patterns) -> None:

@@ -49,6 +49,7 @@ from torch_mlir.extras.fx_importer import (
 from poptorch._frontend import arg_parsers, model_code, tied
 from poptorch._frontend.annotations import capture_scope
 from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
+from poptorch._frontend.reduction_decompositions import reduction_decompositions
 from poptorch.errors import Error
 
 ANNOTATION_PREFIX = "ipu."
@@ -202,6 +203,7 @@ def decompositions() -> dict:
             functools.partial(_scatter_to_indices, dims)
     for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         table[getattr(aten, name).Scalar] = _scalar_to_tensor(getattr(aten, name).Tensor)
+    table.update(reduction_decompositions(table))
     return table
 
 

@@ -9,8 +9,11 @@ import pytest
 import torch
 from numerics import check
 from torch import nn
+from torch_mlir import ir, rewrite
 
 import poptorch
+from poptorch.dialects import make_context
+from poptorch.passes.conversion.common import Patterns
 
 DTYPES = [torch.float32, torch.float16]
 
@@ -144,3 +147,79 @@ def test_replicas_keep_leading_axes():
     x = _input(8, 3, 5)
     check(lambda t: (t.sum(2), t.amax(1, keepdim=True), t.argmax(2), t.cumsum(1),
                      t.softmax(-1), torch.linalg.vector_norm(t, dim=1)), x, options=opts)
+
+
+def test_zero_dim_reductions_and_softmax():
+    """0-d operands: an empty dims array, and softmax / var through one element (torch-mlir's
+    pipeline looped forever on a 0-d softmax)."""
+    check(lambda t: (t.sum(), t.amax(), t.prod(0), t.softmax(0), t.log_softmax(-1),
+                     t.var(0, correction=0), t.std(0, correction=0), t.all(), t.any(0), t.argmax(),
+                     t.cumsum(0), torch.logsumexp(t, 0)), torch.tensor(1.5))
+
+
+def test_cdist_median_all_dims():
+    a, b = _input(2, 5, 3), _input(2, 4, 3, low=-1.0)
+    inf = float("inf")
+    check(lambda s, t: (torch.cdist(s, t), torch.cdist(s, t, p=1), torch.cdist(s, t, p=inf),
+                        torch.cdist(s[0], t[0], p=1.5), torch.median(s), *torch.median(s, 1),
+                        torch.median(s, -1, keepdim=True).values, (s > -1.5).all((0, 2)),
+                        (s > 0).all(())), a, b)
+
+
+class Trained(nn.Module):
+    """Parameters through addmv, cdist, a 0-d softmax and a median: their gradients."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.vector = nn.Parameter(torch.randn(4))
+        self.points = nn.Parameter(torch.randn(3, 4))
+        self.scalar = nn.Parameter(torch.tensor(0.7))
+
+    def forward(self, bias, matrix):
+        out = torch.addmv(bias, matrix, self.vector, beta=0.5, alpha=2.0)
+        distances = torch.cdist(matrix, self.points) + torch.cdist(matrix, self.points, p=3)
+        loss = out.sum() + distances.sum() + (self.scalar * 3).softmax(0) \
+            + self.scalar.log_softmax(0) + self.points.median(1).values.sum()
+        return out, poptorch.identity_loss(loss, reduction="sum")
+
+
+def test_addmv_cdist_softmax_gradients():
+    bias, matrix = _input(5), _input(5, 4)
+    model, reference = Trained(), Trained()
+    training = poptorch.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=1.0))
+    training(bias, matrix)
+    training.copyWeightsToHost()
+    optimizer = torch.optim.SGD(reference.parameters(), lr=1.0)
+    reference(bias, matrix)[1].backward()
+    optimizer.step()
+    for name, value in reference.named_parameters():
+        torch.testing.assert_close(dict(model.named_parameters())[name], value,
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_nuclear_norm_refused():
+    with pytest.raises(poptorch.Error, match=r"torch.norm.*Matrix nuclear norm is not supported"):
+        check(lambda t: torch.norm(t, "nuc"), _input(4, 4))
+
+
+def test_lowering_failing_after_building_converges():
+    """A lowering that raises after building ops is not retried: the retry would rebuild
+    what the driver erased as dead, and the conversion would never converge (the 0-d
+    reductions did so before their empty dims array was kept)."""
+    text = """func.func @f(%x: !torch.vtensor<[3],f32>) -> !torch.vtensor<[],f32> {
+      %none = torch.constant.none
+      %0 = torch.aten.sum %x, %none : !torch.vtensor<[3],f32>, !torch.none -> !torch.vtensor<[],f32>
+      return %0 : !torch.vtensor<[],f32>
+    }"""
+
+    def broken(op, b):
+        b.constant(1.0, ir.F32Type.get())
+        raise RuntimeError("a lowering bug")
+
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        patterns = Patterns()
+        patterns.lower("torch.aten.sum", broken)
+        rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
+    assert list(patterns.declined.values()) == ["internal error: RuntimeError: a lowering bug"]

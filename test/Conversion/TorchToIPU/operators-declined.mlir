@@ -36,3 +36,15 @@ func.func @grid_sampler_2d_backward$reflection(%g: !torch.vtensor<[1,2,1,2],f32>
   %0:2 = torch.operator "torch.aten.grid_sampler_2d_backward"(%g, %x, %grid, %int0, %int2, %false, %mask) : (!torch.vtensor<[1,2,1,2],f32>, !torch.vtensor<[1,2,2,3],f32>, !torch.vtensor<[1,1,2,2],f32>, !torch.int, !torch.int, !torch.bool, !torch.list<bool>) -> (!torch.vtensor<[1,2,2,3],f32>, !torch.vtensor<[1,1,2,2],f32>)
   return %0#0, %0#1 : !torch.vtensor<[1,2,2,3],f32>, !torch.vtensor<[1,1,2,2],f32>
 }
+
+// -----
+
+// The nuclear norm and the matrix 2-norms need a singular value decomposition, which
+// PopTorch refuses too.
+func.func @linalg_svd$refused(%x: !torch.vtensor<[4,4],f32>) -> (!torch.vtensor<[4,4],f32>, !torch.vtensor<[4],f32>, !torch.vtensor<[4,4],f32>) {
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  // expected-error @+1 {{unsupported op 'torch.aten._linalg_svd': singular value decompositions are not supported (PopTorch: "Matrix nuclear norm is not supported."): the nuclear norm (ord='nuc') and the matrix 2-norms (ord=2 or -2 over two dims) need one; use ord='fro', 1, -1, inf or -inf, or a vector norm}}
+  %0:3 = torch.operator "torch.aten._linalg_svd"(%x, %false, %false, %none) : (!torch.vtensor<[4,4],f32>, !torch.bool, !torch.bool, !torch.none) -> (!torch.vtensor<[4,4],f32>, !torch.vtensor<[4],f32>, !torch.vtensor<[4,4],f32>)
+  return %0#0, %0#1, %0#2 : !torch.vtensor<[4,4],f32>, !torch.vtensor<[4],f32>, !torch.vtensor<[4,4],f32>
+}

@@ -183,6 +183,24 @@ func.func @vector_norm$l2(%x: !torch.vtensor<[3,4],f32>) -> !torch.vtensor<[3],f
 
 // -----
 
+// float16 squares are summed in float32, as PyTorch does (a norm of 300 stays finite).
+// CHECK-LABEL: func.func @vector_norm$l2_f16
+// CHECK:         %[[W:.*]] = "ipu.cast"(%{{.*}}) : (tensor<3x4xf16>) -> tensor<3x4xf32>
+// CHECK-NEXT:    %[[S:.*]] = "ipu.reduce"(%[[W]]) {dims = array<i64: 1>, keepdim = false, kind = "square_sum"} : (tensor<3x4xf32>) -> tensor<3xf32>
+// CHECK-NEXT:    %[[R:.*]] = "ipu.sqrt"(%[[S]]) : (tensor<3xf32>) -> tensor<3xf32>
+// CHECK-NEXT:    "ipu.cast"(%[[R]]) : (tensor<3xf32>) -> tensor<3xf16>
+func.func @vector_norm$l2_f16(%x: !torch.vtensor<[3,4],f16>) -> !torch.vtensor<[3],f16> {
+  %none = torch.constant.none
+  %false = torch.constant.bool false
+  %int2 = torch.constant.int 2
+  %int1 = torch.constant.int 1
+  %dims = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
+  %0 = torch.aten.linalg_vector_norm %x, %int2, %dims, %false, %none : !torch.vtensor<[3,4],f16>, !torch.int, !torch.list<int>, !torch.bool, !torch.none -> !torch.vtensor<[3],f16>
+  return %0 : !torch.vtensor<[3],f16>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @vector_norm$inf
 // CHECK:         %[[A:.*]] = "ipu.abs"(%{{.*}}) : (tensor<3x4xf32>) -> tensor<3x4xf32>
 // CHECK-NEXT:    "ipu.reduce"(%[[A]]) {dims = array<i64: 0, 1>, keepdim = false, kind = "max"} : (tensor<3x4xf32>) -> tensor<f32>
@@ -302,4 +320,27 @@ func.func @logsumexp(%x: !torch.vtensor<[3,4],f32>) -> !torch.vtensor<[3],f32> {
   %dims = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
   %0 = torch.aten.logsumexp %x, %dims, %false : !torch.vtensor<[3,4],f32>, !torch.list<int>, !torch.bool -> !torch.vtensor<[3],f32>
   return %0 : !torch.vtensor<[3],f32>
+}
+
+// -----
+
+// A reduction of a 0-d tensor keeps an empty dims array (which the op builder used to
+// drop as falsy).
+// CHECK-LABEL: func.func @sum$scalar
+// CHECK:         "ipu.reduce"(%{{.*}}) {dims = array<i64>, keepdim = false, kind = "sum"} : (tensor<f32>) -> tensor<f32>
+func.func @sum$scalar(%x: !torch.vtensor<[],f32>) -> !torch.vtensor<[],f32> {
+  %none = torch.constant.none
+  %0 = torch.aten.sum %x, %none : !torch.vtensor<[],f32>, !torch.none -> !torch.vtensor<[],f32>
+  return %0 : !torch.vtensor<[],f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @any$scalar
+// CHECK:         "ipu.reduce"(%{{.*}}) {dims = array<i64>, keepdim = true, kind = "any"} : (tensor<i1>) -> tensor<i1>
+func.func @any$scalar(%x: !torch.vtensor<[],f32>) -> !torch.vtensor<[],i1> {
+  %int0 = torch.constant.int 0
+  %true = torch.constant.bool true
+  %0 = torch.aten.any.dim %x, %int0, %true : !torch.vtensor<[],f32>, !torch.int, !torch.bool -> !torch.vtensor<[],i1>
+  return %0 : !torch.vtensor<[],i1>
 }
