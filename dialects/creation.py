@@ -29,6 +29,13 @@ class ConstantOp(Ipu.Operation, name="constant", traits=[Pure]):
     verify_invariants = verified(_check_constant)
 
 
+def constant(value: ir.DenseElementsAttr) -> ir.Value:
+    """An `ipu.constant` holding `value`. Built generically: the IRDL builder takes an
+    attribute that is false in Python for missing, and an empty tensor's is (`len` 0)."""
+    return ir.Operation.create(ConstantOp.OPERATION_NAME, results=[value.type],
+                               attributes={"value": value}).result
+
+
 def _check_iota(op: "IotaOp") -> None:
     """Counting along an existing dimension of the result."""
     out = tensor_type(op.output, "result")

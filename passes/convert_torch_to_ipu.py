@@ -13,6 +13,7 @@ from torch_mlir import ir, rewrite
 
 from .conversion import populate_all
 from .conversion.common import FROM_BUILTIN, TO_BUILTIN, Patterns, decline_key
+from .conversion.creation import empty_results
 from .import_annotations import unsupported
 from .registry import Pass, register
 
@@ -43,6 +44,7 @@ class ConvertTorchToIpu(Pass):
     def run(self, module: ir.Operation) -> None:
         patterns = Patterns()
         populate_all(patterns)
+        empty_results(module)
         rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
         fold_cast_pairs(module)
         for op in self.walk(module):
