@@ -19,7 +19,7 @@ from functools import partial
 import numpy as np
 from torch_mlir import ir, rewrite
 
-from poptorch.dialects.creation import RandomUniformOp, constant
+from poptorch.dialects.creation import constant
 from poptorch.dialects.ipu import walk
 from poptorch.dialects.types import Unsupported, builtin_type, numpy_dtype
 
@@ -103,16 +103,6 @@ def arange(op: ir.OpView, b: Builder) -> ir.Value:
     return b.constant(values, out.element_type, out.shape)
 
 
-def uniform(op: ir.OpView, b: Builder) -> ir.Value:
-    """aten.uniform(x, low, high, generator): fresh samples of x's shape (x's values unused;
-    rand, randn, bernoulli and training-mode dropout all arrive as this)."""
-    if not b.is_none(op.operands[3]):
-        raise Unsupported("an explicit torch.Generator: use Options.randomSeed instead")
-    f64 = ir.F64Type.get()
-    low, high = (ir.FloatAttr.get(f64, float(b.scalar(v))) for v in op.operands[1:3])
-    return RandomUniformOp(low, high, b.result_type()).result
-
-
 def populate_creation(patterns: Patterns) -> None:
     patterns.lower("torch.vtensor.literal", literal)
     patterns.set.add("arith.constant", materialized)
@@ -125,4 +115,3 @@ def populate_creation(patterns: Patterns) -> None:
         patterns.lower(f"torch.aten.{name}", partial(filled, value))
     for name in ("arange", "arange.start", "arange.start_step"):
         patterns.lower(f"torch.aten.{name}", arange)
-    patterns.lower("torch.aten.uniform", uniform)

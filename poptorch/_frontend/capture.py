@@ -67,6 +67,19 @@ def _capturing():
         _state.capturing = previous
 
 
+@contextlib.contextmanager
+def _unchecked_distributions():
+    """torch.distributions without argument validation: its checks (`if not
+    valid.all(): raise`) read tensor values in Python, which no capture can; PopTorch
+    turns them off while tracing too."""
+    previous = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(previous)
+
+
 # The IPU has no 64-bit types: such inputs are narrowed on the host before capture and
 # streaming, as PopTorch does.
 NARROWED = {torch.int64: torch.int32, torch.float64: torch.float32}
@@ -212,10 +225,11 @@ def tracing_contexts(model: torch.nn.Module) -> list:
     instead of fused CPU kernels (mkldnn RNN layers, flash attention) that have no
     decomposition, in the forward or the backward, and torch.export's own "exporting"
     state, in the training capture too: libraries skip their data-dependent Python
-    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`)."""
+    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`), and
+    torch.distributions without its argument checks."""
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
             torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
-            _compiling_state_context()]
+            _compiling_state_context(), _unchecked_distributions()]
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep

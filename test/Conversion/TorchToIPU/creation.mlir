@@ -31,19 +31,6 @@ func.func @literal() -> !torch.vtensor<[2],f32> {
 
 // -----
 
-// rand, randn, bernoulli and dropout all arrive as aten.uniform of an empty tensor.
-// CHECK-LABEL: func.func @uniform
-// CHECK:         "ipu.random_uniform"() {high = 1.000000e+00 : f64, low = 0.000000e+00 : f64} : () -> tensor<2x4xf32>
-func.func @uniform(%x: !torch.vtensor<[2,4],f32>) -> !torch.vtensor<[2,4],f32> {
-  %zero = torch.constant.float 0.000000e+00
-  %one = torch.constant.float 1.000000e+00
-  %none = torch.constant.none
-  %0 = torch.aten.uniform %x, %zero, %one, %none : !torch.vtensor<[2,4],f32>, !torch.float, !torch.float, !torch.none -> !torch.vtensor<[2,4],f32>
-  return %0 : !torch.vtensor<[2,4],f32>
-}
-
-// -----
-
 // A literal returned as it is: the conversion's folding turns its cast into an
 // arith.constant first, which becomes an ipu.constant too.
 // CHECK-LABEL: func.func @literal$returned
