@@ -3,13 +3,14 @@
 every replica draws from separately.
 
 torch-mlir's backend pipeline composes most samplers from `aten.uniform`: rand,
-bernoulli (uniform < p), exponential (-log(1 - u) / rate), dropout and RReLU's training
-slopes. Normal draws are lowered before it instead (`BEFORE_BACKEND`: randn, randn_like,
-x.normal_()), to one `ipu.random_normal` as PopTorch's poprand::normal, not its
-Box-Muller composition of two uniform draws and six elementwise ops. torch.normal with
-tensor arguments and randperm have no torch-mlir op (`OPERATORS`): mean + std * N(0, 1)
-of the broadcast shape, and the order that sorts uniform draws (PopTorch: top-k of
-uniform draws).
+bernoulli (uniform < p), exponential (-log(1 - u) / rate) and RReLU's training slopes.
+Lowered before it instead (`BEFORE_BACKEND`): normal draws (randn, randn_like,
+x.normal_()), to one `ipu.random_normal` as PopTorch's poprand::normal rather than its
+Box-Muller composition of two uniform draws and six elementwise ops; and dropout, whose
+composition multiplies by 1 / (1 - p), NaN where p = 1 drops everything (PyTorch gives
+zeros). torch.normal with tensor arguments and randperm have no torch-mlir op
+(`OPERATORS`): mean + std * N(0, 1) of the broadcast shape, and the order that sorts
+uniform draws (PopTorch: top-k of uniform draws).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from functools import partial
 from torch_mlir import ir
 
 from poptorch.dialects.creation import RandomNormalOp, RandomUniformOp
-from poptorch.dialects.elementwise import BINARY_OPS
+from poptorch.dialects.elementwise import BINARY_OPS, COMPARE_OPS, SelectOp
 from poptorch.dialects.indexing import SortOp
 from poptorch.dialects.ipu import i64, make_bool
 from poptorch.dialects.types import Unsupported
@@ -89,12 +90,28 @@ def randperm(generator_at: int | None, op: ir.OpView, b: Builder) -> ir.Value:
     return b.cast(order, out.element_type)
 
 
+def native_dropout(op: ir.OpView, b: Builder) -> tuple[ir.Value, ir.Value]:
+    """aten.native_dropout(x, p, train) -> (x * keep / (1 - p), keep): keep where a
+    uniform draw is at least p (probability 1 - p); p = 1 keeps nothing, giving zeros."""
+    out, mask_type = b.result_type(0), b.result_type(1)
+    x = b.tensor(op.operands[0])
+    p = float(b.scalar(op.operands[1]))
+    if b.scalar(op.operands[2]) is False:
+        return x, b.constant(True, mask_type.element_type, mask_type.shape)
+    draws = RandomUniformOp(_f64(0.0), _f64(1.0), out).result
+    keep = COMPARE_OPS["ge"](draws, b.constant(p, out.element_type), mask_type).result
+    scale = 1.0 / (1.0 - p) if p < 1 else 0.0
+    kept = BINARY_OPS["mul"](x, b.constant(scale, out.element_type), out).result
+    return SelectOp(keep, kept, b.constant(0, out.element_type), out).result, keep
+
+
 # torch ops lowered before torch-mlir's backend pipeline, which would compose them
 BEFORE_BACKEND: dict[str, Lowering] = {
     "torch.aten.randn": partial(randn, None),
     "torch.aten.randn.generator": partial(randn, 1),
     "torch.aten.randn_like": partial(randn, None),
     "torch.aten.normal_functional": normal_functional,
+    "torch.aten.native_dropout": native_dropout,
 }
 
 # aten ops torch-mlir has no op for: `torch.operator "<name>"` -> lowering

@@ -77,3 +77,20 @@ func.func @randperm() -> !torch.vtensor<[8],si64> {
   %0 = torch.operator "torch.aten.randperm"(%int8, %none, %none, %none, %none) : (!torch.int, !torch.none, !torch.none, !torch.none, !torch.none) -> !torch.vtensor<[8],si64>
   return %0 : !torch.vtensor<[8],si64>
 }
+
+// -----
+
+// Training-mode dropout: keep where a uniform draw is at least p, scaled by 1 / (1 - p);
+// p = 1 keeps nothing and gives zeros (a scale of 0, not 1 / 0).
+// CHECK-LABEL: func.func @native_dropout
+// CHECK:         %[[U:.*]] = "ipu.random_uniform"() {high = 1.000000e+00 : f64, low = 0.000000e+00 : f64} : () -> tensor<4xf32>
+// CHECK-NEXT:    %[[P:.*]] = "ipu.constant"() {value = dense<1.000000e+00> : tensor<f32>} : () -> tensor<f32>
+// CHECK-NEXT:    %[[KEEP:.*]] = "ipu.ge"(%[[U]], %[[P]]) : (tensor<4xf32>, tensor<f32>) -> tensor<4xi1>
+// CHECK:         "ipu.constant"() {value = dense<0.000000e+00> : tensor<f32>} : () -> tensor<f32>
+// CHECK:         "ipu.select"(%[[KEEP]]
+func.func @native_dropout(%x: !torch.vtensor<[4],f32>) -> (!torch.vtensor<[4],f32>, !torch.vtensor<[4],i1>) {
+  %p = torch.constant.float 1.000000e+00
+  %true = torch.constant.bool true
+  %0:2 = torch.aten.native_dropout %x, %p, %true : !torch.vtensor<[4],f32>, !torch.float, !torch.bool -> !torch.vtensor<[4],f32>, !torch.vtensor<[4],i1>
+  return %0#0, %0#1 : !torch.vtensor<[4],f32>, !torch.vtensor<[4],i1>
+}
