@@ -1,4 +1,4 @@
-"""ipu ops that create tensors: constants and index ranges."""
+"""ipu ops that create tensors: constants, index ranges and random draws."""
 
 from typing import Any
 
@@ -27,6 +27,13 @@ class ConstantOp(Ipu.Operation, name="constant", traits=[Pure]):
     output: Result[ir.RankedTensorType] = result()
 
     verify_invariants = verified(_check_constant)
+
+
+def constant(value: ir.DenseElementsAttr) -> ir.Value:
+    """An `ipu.constant` holding `value`. Built generically: the IRDL builder takes an
+    attribute that is false in Python for missing, and an empty tensor's is (`len` 0)."""
+    return ir.Operation.create(ConstantOp.OPERATION_NAME, results=[value.type],
+                               attributes={"value": value}).result
 
 
 def _check_iota(op: "IotaOp") -> None:
@@ -73,3 +80,29 @@ class RandomUniformOp(Ipu.Operation, name="random_uniform"):
     output: Result[ir.RankedTensorType] = result()
 
     verify_invariants = verified(_check_random_uniform)
+
+
+def _check_random_normal(op: "RandomNormalOp") -> None:
+    """A float result and a standard deviation of at least 0."""
+    out = tensor_type(op.output, "result")
+    if not isinstance(out.element_type, ir.FloatType):
+        raise VerifyError(f"result element type must be a float, got {out.element_type}")
+    mean, std = op.attributes["mean"], op.attributes["std"]
+    if not (isinstance(mean, ir.FloatAttr) and isinstance(std, ir.FloatAttr)):
+        raise VerifyError("attributes 'mean' and 'std' must be floats")
+    if std.value < 0:
+        raise VerifyError(f"std {std.value} is negative")
+
+
+class RandomNormalOp(Ipu.Operation, name="random_normal"):
+    """Normal samples of `mean` and `std` from the device's random generator
+    (poprand::normal); every replica draws its own. Not `Pure`, as random_uniform.
+
+    `%r = "ipu.random_normal"() {mean = 0.0 : f64, std = 1.0 : f64} : () -> tensor<4xf32>`
+    """
+
+    mean: ir.FloatAttr
+    std: ir.FloatAttr
+    output: Result[ir.RankedTensorType] = result()
+
+    verify_invariants = verified(_check_random_normal)

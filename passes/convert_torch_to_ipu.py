@@ -17,6 +17,7 @@ from poptorch.dialects.creation import ConstantOp
 
 from .conversion import populate_all
 from .conversion.common import FROM_BUILTIN, TO_BUILTIN, Patterns, decline_key
+from .conversion.creation import empty_results
 from .import_annotations import unsupported
 from .registry import Pass, register
 
@@ -60,6 +61,7 @@ class ConvertTorchToIpu(Pass):
     def run(self, module: ir.Operation) -> None:
         patterns = Patterns()
         populate_all(patterns)
+        empty_results(module)
         rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
         fold_cast_pairs(module)
         ipu_constants(module)

@@ -11,10 +11,14 @@ from .convolution_backward import OPERATORS as CONVOLUTION_BACKWARD_OPERATORS
 from .convolution_backward import populate_convolution_backward
 from .creation import populate_creation
 from .data_movement import populate_data_movement
-from .elementwise import BEFORE_BACKEND, populate_elementwise
+from .elementwise import BEFORE_BACKEND as ELEMENTWISE_BEFORE_BACKEND
+from .elementwise import populate_elementwise
 from .grid_sample_backward import OPERATORS as GRID_SAMPLE_BACKWARD_OPERATORS
 from .indexing import populate_indexing
 from .linear import populate_linear
+from .random import BEFORE_BACKEND as RANDOM_BEFORE_BACKEND
+from .random import OPERATORS as RANDOM_OPERATORS
+from .random import populate_random
 from .reduction import OPERATORS as REDUCTION_OPERATORS
 from .reduction import populate_reduction
 
@@ -26,6 +30,7 @@ FAMILIES = (
     populate_elementwise,
     populate_indexing,
     populate_linear,
+    populate_random,
     populate_reduction,
 )
 
@@ -34,7 +39,10 @@ __all__ = ["BEFORE_BACKEND", "FAMILIES", "OPERATORS", "Patterns", "populate_all"
 
 # `torch.operator "<name>"` -> its lowering (the same `fn(op, b)` as a pattern's)
 OPERATORS: dict[str, Lowering] = {**CONVOLUTION_OPERATORS, **CONVOLUTION_BACKWARD_OPERATORS,
-                                  **GRID_SAMPLE_BACKWARD_OPERATORS, **REDUCTION_OPERATORS}
+                                  **GRID_SAMPLE_BACKWARD_OPERATORS, **REDUCTION_OPERATORS,
+                                  **RANDOM_OPERATORS}
+# torch ops lowered before torch-mlir's backend pipeline: torch op name -> lowering
+BEFORE_BACKEND: dict[str, Lowering] = {**ELEMENTWISE_BEFORE_BACKEND, **RANDOM_BEFORE_BACKEND}
 
 
 def populate_all(patterns: Patterns) -> None:

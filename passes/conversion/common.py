@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from torch_mlir import ir, rewrite
 
-from poptorch.dialects.creation import ConstantOp
+from poptorch.dialects.creation import constant
 from poptorch.dialects.elementwise import CastOp
 from poptorch.dialects.types import Unsupported, builtin_type, numpy_dtype
 
@@ -62,7 +62,7 @@ class Builder:
         array = np.broadcast_to(np.asarray(value, dtype=numpy_dtype(element_type)), shape)
         tensor = ir.RankedTensorType.get(list(shape), element_type)
         attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=tensor)
-        return ConstantOp(attr, tensor).result
+        return constant(attr)
 
     def cast(self, value: ir.Value, element_type: ir.Type) -> ir.Value:
         """`value` (builtin) converted to `element_type` (no op if it already has it)."""

@@ -71,6 +71,19 @@ def _capturing():
         _state.capturing = previous
 
 
+@contextlib.contextmanager
+def _unchecked_distributions():
+    """torch.distributions without argument validation: its checks (`if not
+    valid.all(): raise`) read tensor values in Python, which no capture can; PopTorch
+    turns them off while tracing too."""
+    previous = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(previous)
+
+
 # The IPU has no 64-bit types: such inputs are narrowed on the host before capture and
 # streaming, as PopTorch does.
 NARROWED = {torch.int64: torch.int32, torch.float64: torch.float32}
@@ -250,11 +263,13 @@ def tracing_contexts(model: torch.nn.Module) -> list:
     instead of fused CPU kernels (mkldnn RNN layers, flash attention) that have no
     decomposition, in the forward or the backward, and torch.export's own "exporting"
     state, in the training capture too: libraries skip their data-dependent Python
-    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`); and the
-    check that forward keeps its inputs' shapes (`model_code.input_layouts_kept`)."""
+    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`); the
+    check that forward keeps its inputs' shapes (`model_code.input_layouts_kept`); and
+    torch.distributions without its argument checks."""
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
             torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
-            _compiling_state_context(), model_code.input_layouts_kept(model)]
+            _compiling_state_context(), model_code.input_layouts_kept(model),
+            _unchecked_distributions()]
 
 
 @contextlib.contextmanager

@@ -1,4 +1,4 @@
-"""The device's random generator: what `ipu.random_uniform` kernels draw from.
+"""The device's random generator: what `ipu.random_uniform` and `ipu.random_normal` draw from.
 
 Each executor owns a NumPy generator seeded from `Options.randomSeed` (or, without one,
 from torch's seed), and installs it around its program runs with the replica count, so

@@ -43,7 +43,7 @@ from poptorch.dialects.convolution_backward import (
     ConvWeightGradOp,
     MaxPoolGradOp,
 )
-from poptorch.dialects.creation import ConstantOp, IotaOp, RandomUniformOp
+from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
 from poptorch.dialects.data_movement import (
     BroadcastOp,
     ConcatOp,
@@ -137,6 +137,9 @@ COST_RULES: dict[type, CostRule] = {
     BroadcastOp: functools.partial(family.movement, receives="source"),
     **dict.fromkeys((IotaOp, RandomUniformOp),
                     functools.partial(family.movement, receives="nothing")),
+    # poprand::normal: the tile's generator makes gaussians as it makes uniforms
+    # (f32v2grand beside urand64 in the IPU's instruction set), so at the same rate
+    RandomNormalOp: functools.partial(family.movement, receives="nothing"),
     # window ops
     **dict.fromkeys((AvgPoolOp, AdaptiveAvgPoolOp, AvgPoolGradOp, AdaptiveAvgPoolGradOp),
                     _AVERAGE),

@@ -31,7 +31,7 @@ from torch_mlir import ir
 
 from poptorch.dialects import convolution, convolution_backward, indexing, op_class, optimizer
 from poptorch.dialects import reduction as reductions
-from poptorch.dialects.creation import ConstantOp, IotaOp, RandomUniformOp
+from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
 from poptorch.dialects.data_movement import (
     BroadcastOp,
     ConcatOp,
@@ -99,6 +99,7 @@ MEMORY_RULES: dict[type, MemoryRule] = {
         optimizer.RmspropStepOp, optimizer.LambStepOp), ALLOCATES),
     IotaOp: ALLOCATES,
     RandomUniformOp: ALLOCATES,
+    RandomNormalOp: ALLOCATES,
     ConstantOp: CONSTANT,
     **dict.fromkeys((ReshapeOp, PermuteOp, BroadcastOp, SliceOp, ConcatOp), VIEW),
     # Structure ops: their results (a tensor received from another IPU, the host or

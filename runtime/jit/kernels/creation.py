@@ -1,10 +1,10 @@
-"""NumPy kernels of the creation family: constants and iota."""
+"""NumPy kernels of the creation family: constants, iota and random draws."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from poptorch.dialects.creation import ConstantOp, IotaOp, RandomUniformOp
+from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
 from poptorch.dialects.types import numpy_dtype
 from poptorch.runtime.jit.kernels.registry import kernel
 from poptorch.runtime.jit.random import current
@@ -28,15 +28,33 @@ def iota(dim, shape, dtype):
     return np.broadcast_to(np.arange(shape[dim], dtype=dtype).reshape(index), shape)
 
 
-def _uniform_static(op):
+def _draw_static(op, names):
     t = op.output.type
-    return {"low": op.attributes["low"].value, "high": op.attributes["high"].value,
+    return {**{name: op.attributes[name].value for name in names},
             "shape": tuple(t.shape), "dtype": numpy_dtype(t.element_type)}
 
 
-@kernel(RandomUniformOp, static=_uniform_static)
-def random_uniform(low, high, shape, dtype):
-    """Uniform samples, one set per replica when there are several."""
+def _draws(shape):
+    """The installed generator and the shape of its draws: one set per replica when
+    there are several (a leading replica axis)."""
     generator, replicas = current()
-    lead = (replicas,) if replicas > 1 else ()
-    return generator.uniform(low, high, lead + shape).astype(dtype)
+    return generator, ((replicas,) if replicas > 1 else ()) + shape
+
+
+@kernel(RandomUniformOp, static=lambda op: _draw_static(op, ("low", "high")), fresh=True)
+def random_uniform(low, high, shape, dtype):
+    """Uniform samples in [low, high): drawn in float64, and kept below `high` where the
+    narrowing to `dtype` rounds up to it (torch.rand never gives 1)."""
+    generator, shape = _draws(shape)
+    values = generator.uniform(low, high, shape).astype(dtype)
+    if high > low:
+        kind = np.dtype(dtype).type
+        np.minimum(values, np.nextafter(kind(high), kind(low)), out=values)
+    return values
+
+
+@kernel(RandomNormalOp, static=lambda op: _draw_static(op, ("mean", "std")), fresh=True)
+def random_normal(mean, std, shape, dtype):
+    """Normal samples: standard ones drawn in float64, scaled and shifted."""
+    generator, shape = _draws(shape)
+    return (generator.standard_normal(shape) * std + mean).astype(dtype)

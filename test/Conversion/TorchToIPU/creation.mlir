@@ -31,15 +31,43 @@ func.func @literal() -> !torch.vtensor<[2],f32> {
 
 // -----
 
-// rand, randn, bernoulli and dropout all arrive as aten.uniform of an empty tensor.
-// CHECK-LABEL: func.func @uniform
-// CHECK:         "ipu.random_uniform"() {high = 1.000000e+00 : f64, low = 0.000000e+00 : f64} : () -> tensor<2x4xf32>
-func.func @uniform(%x: !torch.vtensor<[2,4],f32>) -> !torch.vtensor<[2,4],f32> {
-  %zero = torch.constant.float 0.000000e+00
-  %one = torch.constant.float 1.000000e+00
+// A literal returned as it is: the conversion's folding turns its cast into an
+// arith.constant first, which becomes an ipu.constant too.
+// CHECK-LABEL: func.func @literal$returned
+// CHECK-NOT:     arith.constant
+// CHECK:         %[[C:.*]] = "ipu.constant"() {value = dense<6.000000e+00> : tensor<5xf32>} : () -> tensor<5xf32>
+// CHECK-NEXT:    return %[[C]]
+func.func @literal$returned() -> tensor<5xf32> {
+  %0 = torch.vtensor.literal(dense<6.0> : tensor<5xf32>) : !torch.vtensor<[5],f32>
+  %1 = torch_c.to_builtin_tensor %0 : !torch.vtensor<[5],f32> -> tensor<5xf32>
+  return %1 : tensor<5xf32>
+}
+
+// -----
+
+// Empty results: arange(1, 1), empty_strided (zeros((2, 0)) arrives as it), and any op
+// whose results have no elements (a convolution over zero channels) are empty constants.
+// CHECK-LABEL: func.func @empty
+// CHECK-DAG:     "ipu.constant"() {value = dense<> : tensor<0xi64>} : () -> tensor<0xi64>
+// CHECK-DAG:     "ipu.constant"() {value = dense<> : tensor<2x0xf32>} : () -> tensor<2x0xf32>
+// CHECK-DAG:     "ipu.constant"() {value = dense<> : tensor<1x0x2x2xf32>} : () -> tensor<1x0x2x2xf32>
+// CHECK-NOT:     "ipu.conv"
+func.func @empty(%x: !torch.vtensor<[1,0,4,4],f32>, %w: !torch.vtensor<[2,0,3,3],f32>) -> (!torch.vtensor<[0],si64>, !torch.vtensor<[2,0],f32>, !torch.vtensor<[1,0,2,2],f32>) {
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int6 = torch.constant.int 6
+  %false = torch.constant.bool false
   %none = torch.constant.none
-  %0 = torch.aten.uniform %x, %zero, %one, %none : !torch.vtensor<[2,4],f32>, !torch.float, !torch.float, !torch.none -> !torch.vtensor<[2,4],f32>
-  return %0 : !torch.vtensor<[2,4],f32>
+  %cpu = torch.constant.device "cpu"
+  %0 = torch.aten.arange.start_step %int1, %int1, %int1, %none, %none, %none, %none : !torch.int, !torch.int, !torch.int, !torch.none, !torch.none, !torch.none, !torch.none -> !torch.vtensor<[0],si64>
+  %size = torch.prim.ListConstruct %int2, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %stride = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.aten.empty_strided %size, %stride, %int6, %int0, %cpu, %false : !torch.list<int>, !torch.list<int>, !torch.int, !torch.int, !torch.Device, !torch.bool -> !torch.vtensor<[2,0],f32>
+  %ones = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %zeros = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.aten.convolution %x, %w, %none, %ones, %zeros, %ones, %false, %zeros, %int1 : !torch.vtensor<[1,0,4,4],f32>, !torch.vtensor<[2,0,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[1,0,2,2],f32>
+  return %0, %1, %2 : !torch.vtensor<[0],si64>, !torch.vtensor<[2,0],f32>, !torch.vtensor<[1,0,2,2],f32>
 }
 
 // -----
