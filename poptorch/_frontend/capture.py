@@ -43,7 +43,7 @@ from torch_mlir.extras.fx_importer import (
     GraphNodeImporter,
 )
 
-from poptorch._frontend import arg_parsers, tied
+from poptorch._frontend import arg_parsers, static_ops, tied
 from poptorch._frontend.annotations import capture_scope
 from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
 from poptorch.errors import Error
@@ -212,10 +212,11 @@ def tracing_contexts(model: torch.nn.Module) -> list:
     instead of fused CPU kernels (mkldnn RNN layers, flash attention) that have no
     decomposition, in the forward or the backward, and torch.export's own "exporting"
     state, in the training capture too: libraries skip their data-dependent Python
-    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`)."""
+    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`), and
+    PopTorch's static forms of some torch calls (`static_ops.StaticShapes`)."""
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
             torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
-            _compiling_state_context()]
+            _compiling_state_context(), static_ops.StaticShapes(library_file)]
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep

@@ -1,0 +1,118 @@
+"""Capture-time routes for torch calls PopTorch gives a static form that aten lacks.
+
+Some torch functions have an output shape that depends on their input's values in
+PyTorch, while PopTorch fixes it from an argument (`torch.bincount`'s `minlength`,
+`F.one_hot`'s `num_classes`); others have no aten lowering but an equivalent one
+(`torch.index_reduce` is a `scatter_reduce` with its index broadcast, as PopTorch's
+canonicalisation lowers it), or check an index dtype that narrowing changed
+(`torch.take_along_dim` on an int64 index poptorch streams as int32). `StaticShapes`, a
+TorchFunctionMode active while poptorch exports a model (`capture.tracing_contexts`),
+replaces each such call by standard torch ops before torch.export records it, so the
+exported graph has static shapes and ops the compiler lowers; autograd derives their
+gradients. Calls PopTorch refuses raise a poptorch.Error with PopTorch's words at the
+user's line.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F  # noqa: N812 - PyTorch's own alias
+from torch.overrides import TorchFunctionMode
+
+from poptorch.errors import Error
+
+
+def _bincount(input, weights=None, minlength=0):  # noqa: A002 - torch's names
+    """torch.bincount as PopTorch computes it: `minlength` bins exactly (values at or
+    above it are dropped), by a scatter-add of the weights (ones without them) into
+    zeros; torch's result dtypes (int64 counts, float32 or float64 sums)."""
+    if not isinstance(minlength, int) or minlength <= 0:
+        raise Error("Bincount `minlength` must be specified and must be a constant. On the "
+                    "IPU MK2 platform the minimum length is also the maximum length: pass "
+                    "torch.bincount(x, minlength=N) with N > 0, the number of bins", type="capture")
+    if weights is None:
+        dtype = torch.int64
+        weights = torch.ones_like(input, dtype=dtype)
+    else:
+        dtype = torch.float32 if weights.dtype == torch.float32 else torch.float64
+        weights = weights.to(dtype)
+    inside = input < minlength
+    index = torch.where(inside, input, 0).to(torch.int64)
+    kept = torch.where(inside, weights, torch.zeros_like(weights))
+    return torch.zeros(minlength, dtype=dtype).scatter_add(0, index, kept)
+
+
+def _one_hot(tensor, num_classes=-1):
+    """F.one_hot with a given number of classes; without it (the class count would come
+    from the input's values) the error PopTorch gives."""
+    if num_classes < 0:
+        raise Error("OneHot num classes must be specified and must be constant: pass "
+                    "F.one_hot(x, num_classes=N)", type="capture")
+    return F.one_hot(tensor, num_classes)
+
+
+def _broadcast_index(index, source, dim):
+    """`index_reduce`'s 1-d index along `dim` as a `scatter_reduce` index: shaped and
+    expanded like `source`."""
+    dim = dim % max(source.dim(), 1)
+    shape = [source.size(d) if d == dim else 1 for d in range(source.dim())]
+    return index.to(torch.int64).reshape(shape).expand(source.shape)
+
+
+def _index_reduce(input, dim, index, source, reduce, *, include_self=True,  # noqa: A002
+                  out=None):
+    """torch.index_reduce as the `scatter_reduce` it is, with the index broadcast (as
+    PopTorch's canonicalisation lowers it)."""
+    result = input.scatter_reduce(dim, _broadcast_index(index, source, dim), source, reduce,
+                                  include_self=include_self)
+    return result if out is None else out.copy_(result)
+
+
+def _index_reduce_(input, dim, index, source, reduce, *, include_self=True):  # noqa: A002
+    """Tensor.index_reduce_ as `scatter_reduce_` with the index broadcast."""
+    return input.scatter_reduce_(dim, _broadcast_index(index, source, dim), source, reduce,
+                                 include_self=include_self)
+
+
+def _take_along_dim(input, indices, dim=None, *, out=None):  # noqa: A002 - torch's names
+    """torch.take_along_dim on an int32 index: torch wants int64, which poptorch narrows
+    to int32 on the host (as PopTorch does)."""
+    if indices.dtype == torch.int32:
+        indices = indices.to(torch.int64)
+    kwargs = {} if out is None else {"out": out}
+    return torch.take_along_dim(input, indices, dim, **kwargs)
+
+
+_ROUTES: dict[Callable, Callable] = {
+    torch.bincount: _bincount, torch.Tensor.bincount: _bincount,
+    F.one_hot: _one_hot,
+    torch.index_reduce: _index_reduce, torch.Tensor.index_reduce: _index_reduce,
+    torch.Tensor.index_reduce_: _index_reduce_,
+    torch.take_along_dim: _take_along_dim, torch.Tensor.take_along_dim: _take_along_dim,
+}
+
+
+class StaticShapes(TorchFunctionMode):
+    """Routes the torch calls in `_ROUTES` to their static, lowerable forms while
+    poptorch captures a model (the mode is off inside a route, which calls torch
+    directly); a route's error is located at the innermost frame outside the files
+    `library_file` (capture's) calls torch's and poptorch's own: the user's call."""
+
+    def __init__(self, library_file: Callable[[str], bool]) -> None:
+        super().__init__()
+        self._library_file = library_file
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        route = _ROUTES.get(func, func)
+        try:
+            return route(*args, **(kwargs or {}))
+        except Error as err:
+            if err.location:
+                raise
+            frames = [f for f in traceback.extract_stack() if not f.filename.startswith("<")
+                      and not self._library_file(f.filename)]
+            location = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+            raise Error(err.message, err.type, location) from None
