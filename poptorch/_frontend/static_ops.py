@@ -4,7 +4,8 @@ Some torch functions have an output shape that depends on their input's values i
 PyTorch, while PopTorch fixes it from an argument (`torch.bincount`'s `minlength`,
 `F.one_hot`'s `num_classes`); others have no aten lowering but an equivalent one
 (`torch.index_reduce` is a `scatter_reduce` with its index broadcast, as PopTorch's
-canonicalisation lowers it), or check an index dtype that narrowing changed
+canonicalisation lowers it; `torch.scatter`'s `reduce=` is a `scatter_reduce`, which
+has a gradient), or check an index dtype that narrowing changed
 (`torch.take_along_dim` on an int64 index poptorch streams as int32). `StaticShapes`, a
 TorchFunctionMode active while poptorch exports a model (`capture.tracing_contexts`),
 replaces each such call by standard torch ops before torch.export records it, so the
@@ -86,12 +87,38 @@ def _take_along_dim(input, indices, dim=None, *, out=None):  # noqa: A002 - torc
     return torch.take_along_dim(input, indices, dim, **kwargs)
 
 
+_SCATTER_REDUCTIONS = {"add": "sum", "multiply": "prod"}
+
+
+def _scatter(original: Callable, inplace: bool) -> Callable:
+    """torch.scatter (`inplace`: Tensor.scatter_) whose `reduce=` ("add", "multiply")
+    is the `scatter_reduce` ("sum", "prod") including the input, which has a gradient:
+    torch has none for scatter with `reduce=`, PopTorch lowers both to one
+    scatter-reduce."""
+    def route(input, dim, index, src=None, *, value=None, reduce=None,  # noqa: A002
+              out=None):
+        source = value if src is None else src
+        given = {} if out is None else {"out": out}
+        if reduce not in _SCATTER_REDUCTIONS:
+            return original(input, dim, index, source, **given,
+                            **({} if reduce is None else {"reduce": reduce}))
+        if not isinstance(source, torch.Tensor):
+            source = torch.full(index.shape, source, dtype=input.dtype)
+        method = input.scatter_reduce_ if inplace else input.scatter_reduce
+        result = method(dim, index, source, _SCATTER_REDUCTIONS[reduce])
+        return result if out is None else out.copy_(result)
+    return route
+
+
 _ROUTES: dict[Callable, Callable] = {
     torch.bincount: _bincount, torch.Tensor.bincount: _bincount,
     F.one_hot: _one_hot,
     torch.index_reduce: _index_reduce, torch.Tensor.index_reduce: _index_reduce,
     torch.Tensor.index_reduce_: _index_reduce_,
     torch.take_along_dim: _take_along_dim, torch.Tensor.take_along_dim: _take_along_dim,
+    torch.scatter: _scatter(torch.scatter, False),
+    torch.Tensor.scatter: _scatter(torch.Tensor.scatter, False),
+    torch.Tensor.scatter_: _scatter(torch.Tensor.scatter_, True),
 }
 
 
