@@ -5,7 +5,8 @@ PyTorch, while PopTorch fixes it from an argument (`torch.bincount`'s `minlength
 `F.one_hot`'s `num_classes`); others have no aten lowering but an equivalent one
 (`torch.index_reduce` is a `scatter_reduce` with its index broadcast, as PopTorch's
 canonicalisation lowers it; `torch.scatter`'s `reduce=` is a `scatter_reduce`, which
-has a gradient), or check an index dtype that narrowing changed
+has a gradient; `torch.index_fill` is a `where`, whose gradient needs no `_unique`),
+or check an index dtype that narrowing changed
 (`torch.take_along_dim` on an int64 index poptorch streams as int32). `StaticShapes`, a
 TorchFunctionMode active while poptorch exports a model (`capture.tracing_contexts`),
 replaces each such call by standard torch ops before torch.export records it, so the
@@ -87,6 +88,25 @@ def _take_along_dim(input, indices, dim=None, *, out=None):  # noqa: A002 - torc
     return torch.take_along_dim(input, indices, dim, **kwargs)
 
 
+def _index_fill(input, dim, index, value):  # noqa: A002 - torch's names
+    """torch.index_fill as a `where` over a mask of the filled positions along `dim`:
+    its gradient in a tensor `value` is the sum over those positions (torch's takes
+    `_unique` of the index, a data-dependent shape), and a non-contiguous input needs no
+    strided copy."""
+    dim = dim % max(input.dim(), 1)
+    size = input.size(dim) if input.dim() else 1
+    mask = torch.zeros(size, dtype=torch.bool).index_fill(0, index, True)
+    mask = mask.reshape([size if d == dim else 1 for d in range(input.dim())])
+    value = (value.to(input.dtype) if isinstance(value, torch.Tensor)
+             else torch.scalar_tensor(value, dtype=input.dtype))
+    return torch.where(mask, value, input)
+
+
+def _index_fill_(input, dim, index, value):  # noqa: A002 - torch's names
+    """Tensor.index_fill_ as `_index_fill` copied into the tensor."""
+    return input.copy_(_index_fill(input, dim, index, value))
+
+
 _SCATTER_REDUCTIONS = {"add": "sum", "multiply": "prod"}
 
 
@@ -116,6 +136,8 @@ _ROUTES: dict[Callable, Callable] = {
     torch.index_reduce: _index_reduce, torch.Tensor.index_reduce: _index_reduce,
     torch.Tensor.index_reduce_: _index_reduce_,
     torch.take_along_dim: _take_along_dim, torch.Tensor.take_along_dim: _take_along_dim,
+    torch.index_fill: _index_fill, torch.Tensor.index_fill: _index_fill,
+    torch.Tensor.index_fill_: _index_fill_,
     torch.scatter: _scatter(torch.scatter, False),
     torch.Tensor.scatter: _scatter(torch.Tensor.scatter, False),
     torch.Tensor.scatter_: _scatter(torch.Tensor.scatter_, True),

@@ -1,8 +1,9 @@
 """Indexing ops PopTorch gives a static form (issue 23), forward and backward against
 PyTorch on the CPU: torch.bincount with `minlength`, torch.index_reduce,
-torch.take_along_dim on an int64 index, index_put with and without accumulation on a
-tensor made in forward, torch.scatter with `reduce=`; and the calls PopTorch refuses
-(bincount without `minlength`, F.one_hot without `num_classes`), at the user's line.
+torch.take_along_dim on an int64 index, torch.index_fill, index_put with and without
+accumulation on a tensor made in forward, torch.scatter with `reduce=`; and the calls
+PopTorch refuses (bincount without `minlength`, F.one_hot without `num_classes`), at
+the user's line.
 """
 
 import copy
@@ -98,6 +99,15 @@ def test_take_along_dim_on_an_int64_index():
     x, index = torch.randn(4, 5), torch.randint(0, 4, (2, 5))
     check(lambda t, i: (torch.take_along_dim(t, i, 0), t.take_along_dim(i)), x, index)
     train_once(lambda t, i: torch.take_along_dim(t, i, 0), [(4, 5)], index)
+
+
+def test_index_fill_with_a_tensor_value():
+    """Forward on a non-contiguous input, and the gradient of the value (torch's takes
+    `_unique` of the index, a data-dependent shape)."""
+    index = torch.tensor([1, -1, 1])
+    check(lambda t, i, v: (t.t().index_fill(1, i, v), torch.index_fill(t.int(), 0, i, -2.5)),
+          torch.randn(4, 5), index, torch.tensor(3.0))
+    train_once(lambda t, v, i: t.index_fill(1, i, v[0] * 2), [(4, 5), (1,)], index % 5)
 
 
 def _put(w, v, i):
