@@ -5,7 +5,8 @@ PyTorch, while PopTorch fixes it from an argument (`torch.bincount`'s `minlength
 `F.one_hot`'s `num_classes`); others have no aten lowering but an equivalent one
 (`torch.index_reduce` is a `scatter_reduce` with its index broadcast, as PopTorch's
 canonicalisation lowers it; `torch.scatter`'s `reduce=` is a `scatter_reduce`, which
-has a gradient; `torch.index_fill` is a `where`, whose gradient needs no `_unique`),
+has a gradient; `torch.index_fill` is a `where`, whose gradient needs no `_unique`; a
+differentiated `F.embedding_bag` is an `embedding` and an `index_add`),
 or check an index dtype that narrowing changed
 (`torch.take_along_dim` on an int64 index poptorch streams as int32). `StaticShapes`, a
 TorchFunctionMode active while poptorch exports a model (`capture.tracing_contexts`),
@@ -107,6 +108,49 @@ def _index_fill_(input, dim, index, value):  # noqa: A002 - torch's names
     return input.copy_(_index_fill(input, dim, index, value))
 
 
+def _embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2.0,  # noqa: A002
+                   scale_grad_by_freq=False, mode="mean", sparse=False,
+                   per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """F.embedding_bag to differentiate as the rows it picks (`F.embedding`, times the
+    per-sample weights) added (`index_add`) or maximised (`scatter_reduce`) into their
+    bags, whose gradients lower, where aten's `_embedding_bag_backward` and
+    `_embedding_bag_per_sample_weights_backward` do not; without a gradient it stays one
+    `embedding_bag` (ipu.embedding_bag)."""
+    weighted = per_sample_weights is not None
+    if not torch.is_grad_enabled() or not (
+            weight.requires_grad or (weighted and per_sample_weights.requires_grad)):
+        return F.embedding_bag(input, weight, offsets, max_norm, norm_type,
+                               scale_grad_by_freq, mode, sparse, per_sample_weights,
+                               include_last_offset, padding_idx)
+    if input.dim() == 2:  # bags of equal length, as rows
+        offsets = torch.arange(0, input.numel(), max(input.size(1), 1))
+        input = input.reshape(-1)  # noqa: A001 - torch's name
+        per_sample_weights = per_sample_weights.reshape(-1) if weighted else None
+        include_last_offset = False
+    count, width = input.numel(), weight.size(1)
+    rows = F.embedding(input, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
+    if weighted:
+        rows = rows * per_sample_weights.to(rows.dtype).unsqueeze(-1)
+    bags = offsets.numel() - 1 if include_last_offset else offsets.numel()
+    bag = (offsets.unsqueeze(0) <= torch.arange(count).unsqueeze(1)).sum(1) - 1
+    keep = (bag >= 0) & (bag < bags)
+    if padding_idx is not None:
+        keep = keep & (input != padding_idx % weight.size(0))
+    target = torch.where(keep, bag, bags)  # row `bags` collects the dropped ones
+    sizes = torch.zeros(bags + 1, dtype=rows.dtype).index_add(
+        0, target, torch.ones(count, dtype=rows.dtype)).unsqueeze(-1)
+    zeros = torch.zeros(bags + 1, width, dtype=rows.dtype)
+    if mode == "max":
+        out = zeros.scatter_reduce(0, target.unsqueeze(-1).expand(count, width), rows,
+                                   "amax", include_self=False)
+        out = torch.where(sizes > 0, out, zeros)
+    else:
+        out = zeros.index_add(0, target, rows)
+        if mode == "mean":
+            out = out / sizes.clamp(min=1)
+    return out[:bags]
+
+
 _SCATTER_REDUCTIONS = {"add": "sum", "multiply": "prod"}
 
 
@@ -136,6 +180,7 @@ _ROUTES: dict[Callable, Callable] = {
     torch.index_reduce: _index_reduce, torch.Tensor.index_reduce: _index_reduce,
     torch.Tensor.index_reduce_: _index_reduce_,
     torch.take_along_dim: _take_along_dim, torch.Tensor.take_along_dim: _take_along_dim,
+    F.embedding_bag: _embedding_bag,
     torch.index_fill: _index_fill, torch.Tensor.index_fill: _index_fill,
     torch.Tensor.index_fill_: _index_fill_,
     torch.scatter: _scatter(torch.scatter, False),

@@ -1,7 +1,8 @@
 """Indexing ops PopTorch gives a static form (issue 23), forward and backward against
 PyTorch on the CPU: torch.bincount with `minlength`, torch.index_reduce,
 torch.take_along_dim on an int64 index, torch.index_fill, index_put with and without
-accumulation on a tensor made in forward, torch.scatter with `reduce=`; and the calls
+accumulation on a tensor made in forward, torch.scatter with `reduce=`, the gradients
+of F.embedding_bag; and the calls
 PopTorch refuses (bincount without `minlength`, F.one_hot without `num_classes`), at
 the user's line.
 """
@@ -108,6 +109,28 @@ def test_index_fill_with_a_tensor_value():
     check(lambda t, i, v: (t.t().index_fill(1, i, v), torch.index_fill(t.int(), 0, i, -2.5)),
           torch.randn(4, 5), index, torch.tensor(3.0))
     train_once(lambda t, v, i: t.index_fill(1, i, v[0] * 2), [(4, 5), (1,)], index % 5)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_gradients(mode):
+    """The table's gradient (and the per-sample weights', in mode sum), with offsets (an
+    empty bag, the last offset ending the last bag: the input's length, as torch's
+documentation requires), 2-d bags and a padding index."""
+    ids, bags = torch.tensor([1, 4, 4, 2, 0, 7, 3]), torch.tensor([[1, 4, 0], [2, 2, 5]])
+    offsets = torch.tensor([0, 2, 2, 5])
+    weighted = mode == "sum"
+
+    def bag(table, scale, i, o, b):
+        ps = scale[: i.numel()] if weighted else None
+        return torch.cat([
+            F.embedding_bag(i, table, o, mode=mode, per_sample_weights=ps),
+            F.embedding_bag(i, table, torch.cat([o, o.new_full((1,), i.numel())]),
+                            mode=mode, include_last_offset=True, per_sample_weights=ps,
+                            padding_idx=4),
+            F.embedding_bag(b, table, mode=mode, padding_idx=0,
+                            per_sample_weights=scale[:6].reshape(2, 3) if weighted else None)])
+
+    train_once(bag, [(8, 3), (7,)], ids, offsets, bags)
 
 
 def _put(w, v, i):
