@@ -6,14 +6,14 @@ PyTorch, while PopTorch fixes it from an argument (`torch.bincount`'s `minlength
 (`torch.index_reduce` is a `scatter_reduce` with its index broadcast, as PopTorch's
 canonicalisation lowers it; `torch.scatter`'s `reduce=` is a `scatter_reduce`, which
 has a gradient; `torch.index_fill` is a `where`, whose gradient needs no `_unique`; a
-differentiated `F.embedding_bag` is an `embedding` and an `index_add`),
-or check an index dtype that narrowing changed
-(`torch.take_along_dim` on an int64 index poptorch streams as int32). `StaticShapes`, a
-TorchFunctionMode active while poptorch exports a model (`capture.tracing_contexts`),
-replaces each such call by standard torch ops before torch.export records it, so the
-exported graph has static shapes and ops the compiler lowers; autograd derives their
-gradients. Calls PopTorch refuses raise a poptorch.Error with PopTorch's words at the
-user's line.
+differentiated `F.embedding_bag` is an `embedding` and an `index_add`; `torch.bucketize`
+of a Python number is that of a 0-d tensor), or check an index dtype that narrowing
+changed (`torch.take_along_dim` on an int64 index poptorch streams as int32).
+`StaticShapes`, a TorchFunctionMode active while poptorch exports a model
+(`capture.tracing_contexts`), replaces each such call by standard torch ops before
+torch.export records it, so the exported graph has static shapes and ops the compiler
+lowers; autograd derives their gradients. Calls PopTorch refuses raise a poptorch.Error
+with PopTorch's words at the user's line.
 """
 
 from __future__ import annotations
@@ -151,6 +151,15 @@ def _embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2.0,  #
     return out[:bags]
 
 
+def _bucketize(input, boundaries, *, out_int32=False, right=False, out=None):  # noqa: A002
+    """torch.bucketize of a Python number as of a 0-d tensor (aten's `bucketize.Scalar`
+    has no lowering)."""
+    if not isinstance(input, torch.Tensor):
+        input = torch.scalar_tensor(input, dtype=torch.result_type(boundaries, input))  # noqa: A001
+    given = {} if out is None else {"out": out}
+    return torch.bucketize(input, boundaries, out_int32=out_int32, right=right, **given)
+
+
 _SCATTER_REDUCTIONS = {"add": "sum", "multiply": "prod"}
 
 
@@ -180,7 +189,7 @@ _ROUTES: dict[Callable, Callable] = {
     torch.index_reduce: _index_reduce, torch.Tensor.index_reduce: _index_reduce,
     torch.Tensor.index_reduce_: _index_reduce_,
     torch.take_along_dim: _take_along_dim, torch.Tensor.take_along_dim: _take_along_dim,
-    F.embedding_bag: _embedding_bag,
+    F.embedding_bag: _embedding_bag, torch.bucketize: _bucketize,
     torch.index_fill: _index_fill, torch.Tensor.index_fill: _index_fill,
     torch.Tensor.index_fill_: _index_fill_,
     torch.scatter: _scatter(torch.scatter, False),

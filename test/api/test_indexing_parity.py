@@ -2,7 +2,7 @@
 PyTorch on the CPU: torch.bincount with `minlength`, torch.index_reduce,
 torch.take_along_dim on an int64 index, torch.index_fill, index_put with and without
 accumulation on a tensor made in forward, torch.scatter with `reduce=`, the gradients
-of F.embedding_bag; and the calls
+of F.embedding_bag, torch.bucketize; and the calls
 PopTorch refuses (bincount without `minlength`, F.one_hot without `num_classes`), at
 the user's line.
 """
@@ -131,6 +131,15 @@ documentation requires), 2-d bags and a padding index."""
                             per_sample_weights=scale[:6].reshape(2, 3) if weighted else None)])
 
     train_once(bag, [(8, 3), (7,)], ids, offsets, bags)
+
+
+def test_bucketize():
+    """Left and right bins, duplicate boundaries, int32 output, a Python number."""
+    x = torch.tensor([[0.5, 1.0, 3.0, 9.0, 10.0], [5.0, 6.0, 7.0, -1.0, 3.0]])
+    check(lambda t, b, d: (torch.bucketize(t, b), torch.bucketize(t, d, right=True),
+                           torch.bucketize(t.half(), d.half(), out_int32=True),
+                           torch.bucketize(3.0, b), torch.bucketize(7, d, right=True)),
+          x, torch.tensor([1.0, 3.0, 5.0, 7.0, 9.0]), torch.tensor([1.0, 3.0, 3.0, 3.0, 9.0]))
 
 
 def _put(w, v, i):
