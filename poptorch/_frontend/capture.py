@@ -46,7 +46,7 @@ from torch_mlir.extras.fx_importer import (
     GraphNodeImporter,
 )
 
-from poptorch._frontend import arg_parsers, model_code, tied
+from poptorch._frontend import arg_parsers, model_code, static_ops, tied
 from poptorch._frontend.annotations import capture_scope
 from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
 from poptorch._frontend.reduction_decompositions import reduction_decompositions
@@ -264,12 +264,13 @@ def tracing_contexts(model: torch.nn.Module) -> list:
     decomposition, in the forward or the backward, and torch.export's own "exporting"
     state, in the training capture too: libraries skip their data-dependent Python
     checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`); the
-    check that forward keeps its inputs' shapes (`model_code.input_layouts_kept`); and
-    torch.distributions without its argument checks."""
+    check that forward keeps its inputs' shapes (`model_code.input_layouts_kept`);
+    torch.distributions without its argument checks; and PopTorch's static forms of
+    some torch calls (`static_ops.StaticShapes`)."""
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
             torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
             _compiling_state_context(), model_code.input_layouts_kept(model),
-            _unchecked_distributions()]
+            _unchecked_distributions(), static_ops.StaticShapes(model_code.library_file)]
 
 
 @contextlib.contextmanager
