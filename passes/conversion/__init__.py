@@ -15,6 +15,7 @@ from .elementwise import BEFORE_BACKEND, populate_elementwise
 from .grid_sample_backward import OPERATORS as GRID_SAMPLE_BACKWARD_OPERATORS
 from .indexing import populate_indexing
 from .linear import populate_linear
+from .normalization import populate_normalization
 from .reduction import OPERATORS as REDUCTION_OPERATORS
 from .reduction import populate_reduction
 
@@ -26,6 +27,7 @@ FAMILIES = (
     populate_elementwise,
     populate_indexing,
     populate_linear,
+    populate_normalization,
     populate_reduction,
 )
 
