@@ -43,7 +43,7 @@ from torch_mlir.extras.fx_importer import (
     GraphNodeImporter,
 )
 
-from poptorch._frontend import arg_parsers, tied
+from poptorch._frontend import arg_parsers, tied, upsample_modes
 from poptorch._frontend.annotations import capture_scope
 from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
 from poptorch.errors import Error
@@ -212,10 +212,11 @@ def tracing_contexts(model: torch.nn.Module) -> list:
     instead of fused CPU kernels (mkldnn RNN layers, flash attention) that have no
     decomposition, in the forward or the backward, and torch.export's own "exporting"
     state, in the training capture too: libraries skip their data-dependent Python
-    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`)."""
+    checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`), and
+    the refusal of the upsampling modes PopTorch refuses (`upsample_modes`)."""
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
             torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
-            _compiling_state_context()]
+            _compiling_state_context(), upsample_modes.RefuseUpsampling(running_user_line)]
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -233,7 +234,16 @@ def library_file(path: str) -> bool:
 def user_line(node: torch.fx.Node | None) -> str:
     """`file:line` of the model's code that made `node` (the innermost frame of its
     stack trace outside torch and poptorch), or ""."""
-    trace = (node.stack_trace or "") if isinstance(node, torch.fx.Node) else ""
+    return _user_frame((node.stack_trace or "") if isinstance(node, torch.fx.Node) else "")
+
+
+def running_user_line() -> str:
+    """`file:line` of the model's code running now (while torch traces the model)."""
+    return _user_frame("".join(traceback.format_stack()))
+
+
+def _user_frame(trace: str) -> str:
+    """The innermost `file:line` of a formatted stack `trace` outside torch and poptorch."""
     frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
     user = [f"{name}:{line}" for name, line in frames
             if not library_file(name)]
@@ -294,8 +304,8 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
         try:
             program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
             program = program.run_decompositions(decompositions())
-        except Error:
-            raise
+        except Error as err:  # without the notes torch's interpreter appends to it
+            raise Error(err.message, type=err.type, location=err.location) from err
         except Exception as err:  # noqa: BLE001 - torch's own reason, re-raised for the user
             raise capture_error(err, "the model with torch.export") from err
     check_static_shapes(program.graph_module.graph, user_line)
