@@ -43,7 +43,7 @@ from torch_mlir.extras.fx_importer import (
     GraphNodeImporter,
 )
 
-from poptorch._frontend import arg_parsers, ctc_loss, tied, upsample_modes
+from poptorch._frontend import arg_parsers, batch_norm, ctc_loss, tied, upsample_modes
 from poptorch._frontend.annotations import capture_scope
 from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
 from poptorch.errors import Error
@@ -213,12 +213,14 @@ def tracing_contexts(model: torch.nn.Module) -> list:
     decomposition, in the forward or the backward, and torch.export's own "exporting"
     state, in the training capture too: libraries skip their data-dependent Python
     checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`), and
-    the refusal of the upsampling modes PopTorch refuses (`upsample_modes`), and CTC loss
-    in tensor ops (`ctc_loss`)."""
+    the refusal of the upsampling modes PopTorch refuses (`upsample_modes`), CTC loss in
+    tensor ops (`ctc_loss`), and the refusal of cumulative batch-norm statistics
+    (`batch_norm`)."""
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
             torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
             _compiling_state_context(), upsample_modes.RefuseUpsampling(running_user_line),
-            ctc_loss.CtcLossInTensorOps(running_user_line)]
+            ctc_loss.CtcLossInTensorOps(running_user_line),
+            batch_norm.constant_momentum(model)]
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep

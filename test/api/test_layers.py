@@ -164,3 +164,17 @@ def test_weight_norm_hook(dim):
     optimizer.step()
     for actual, expected in zip(model.parameters(), reference.parameters(), strict=True):
         torch.testing.assert_close(actual.detach(), expected.detach(), rtol=1e-4, atol=1e-4)
+
+
+def test_batch_norm_cumulative_average_poptorch_refuses():
+    """momentum=None reads num_batches_tracked as a Python number while training; in
+    inference it is not used, and the layer runs."""
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4, momentum=None))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(poptorch.Error, match=re.escape(
+            "BatchNorm1d 'inner.1' has momentum=None (a cumulative moving average of its running "
+            "statistics, which reads num_batches_tracked as a Python number): it is not "
+            "supported, as in PopTorch; give it a constant momentum (for example "
+            "momentum=0.1)")):
+        poptorch.trainingModel(WithLoss(model), optimizer=optimizer)(torch.randn(5, 3))
+    check(model, torch.randn(5, 3), rtol=1e-4, atol=1e-5)
