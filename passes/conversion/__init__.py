@@ -16,6 +16,7 @@ from .elementwise import populate_elementwise
 from .grid_sample_backward import OPERATORS as GRID_SAMPLE_BACKWARD_OPERATORS
 from .indexing import populate_indexing
 from .linear import populate_linear
+from .normalization import populate_normalization
 from .random import BEFORE_BACKEND as RANDOM_BEFORE_BACKEND
 from .random import OPERATORS as RANDOM_OPERATORS
 from .random import populate_random
@@ -31,6 +32,7 @@ FAMILIES = (
     populate_indexing,
     populate_linear,
     populate_random,
+    populate_normalization,
     populate_reduction,
 )
 

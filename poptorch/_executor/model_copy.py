@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 
 import torch
+from torch.nn.utils.spectral_norm import SpectralNorm
+from torch.nn.utils.weight_norm import WeightNorm
 
 from poptorch._frontend import capture
 
@@ -93,10 +95,26 @@ def freeze_tensor_attributes(model: torch.nn.Module) -> set[str]:
     """
     frozen = set()
     for prefix, module in model.named_modules():
+        recomputed = _recomputed_by_hooks(module)
         for name, value in list(vars(module).items()):
+            if name in recomputed:
+                continue
             if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
                 delattr(module, name)
                 module.register_buffer(name, value.detach().clone(), persistent=False)
                 frozen.add(f"{prefix}.{name}" if prefix else name)
     return frozen
 
+
+
+# forward pre-hooks that recompute a tensor attribute from parameters at every call
+_RECOMPUTING_HOOKS = (WeightNorm, SpectralNorm)
+
+
+def _recomputed_by_hooks(module: torch.nn.Module) -> set[str]:
+    """The tensor attributes of `module` that a forward pre-hook recomputes at every call
+    (`torch.nn.utils.weight_norm`'s `weight` from `weight_g` and `weight_v`): they are
+    not constants to freeze but part of the graph, and reassigning them is the hook's
+    job, not a buffer reassignment."""
+    return {hook.name for hook in module._forward_pre_hooks.values()
+            if isinstance(hook, _RECOMPUTING_HOOKS)}

@@ -46,7 +46,15 @@ from torch_mlir.extras.fx_importer import (
     GraphNodeImporter,
 )
 
-from poptorch._frontend import arg_parsers, model_code, static_ops, tied
+from poptorch._frontend import (
+    arg_parsers,
+    batch_norm,
+    ctc_loss,
+    model_code,
+    static_ops,
+    tied,
+    upsample_modes,
+)
 from poptorch._frontend.annotations import capture_scope
 from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
 from poptorch._frontend.reduction_decompositions import reduction_decompositions
@@ -265,12 +273,17 @@ def tracing_contexts(model: torch.nn.Module) -> list:
     state, in the training capture too: libraries skip their data-dependent Python
     checks under `torch.compiler.is_exporting()` (Hugging Face's `mask.all()`); the
     check that forward keeps its inputs' shapes (`model_code.input_layouts_kept`);
-    torch.distributions without its argument checks; and PopTorch's static forms of
-    some torch calls (`static_ops.StaticShapes`)."""
+    torch.distributions without its argument checks; PopTorch's static forms of some
+    torch calls (`static_ops.StaticShapes`); the refusal of the upsampling modes PopTorch
+    refuses (`upsample_modes`); CTC loss in tensor ops (`ctc_loss`); and the refusal of
+    cumulative batch-norm statistics (`batch_norm`)."""
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
             torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
             _compiling_state_context(), model_code.input_layouts_kept(model),
-            _unchecked_distributions(), static_ops.StaticShapes(model_code.library_file)]
+            _unchecked_distributions(), static_ops.StaticShapes(model_code.library_file),
+            upsample_modes.RefuseUpsampling(model_code.running_user_line),
+            ctc_loss.CtcLossInTensorOps(model_code.running_user_line),
+            batch_norm.constant_momentum(model)]
 
 
 @contextlib.contextmanager

@@ -42,7 +42,16 @@ def library_file(path: str) -> bool:
 def user_line(node: torch.fx.Node | None) -> str:
     """`file:line` of the model's code that made `node` (the innermost frame of its
     stack trace outside torch and poptorch), or ""."""
-    trace = (node.stack_trace or "") if isinstance(node, torch.fx.Node) else ""
+    return _user_frame((node.stack_trace or "") if isinstance(node, torch.fx.Node) else "")
+
+
+def running_user_line() -> str:
+    """`file:line` of the model's code running now (while torch traces the model)."""
+    return _user_frame("".join(traceback.format_stack()))
+
+
+def _user_frame(trace: str) -> str:
+    """The innermost `file:line` of a formatted stack `trace` outside torch and poptorch."""
     frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
     user = [f"{name}:{line}" for name, line in frames if not library_file(name)]
     return user[-1] if user else ""
@@ -61,8 +70,8 @@ def reraise_from_model(err: Exception, what: str) -> NoReturn:
     """Let an exception the model's code raised while poptorch captured `what` through,
     with its type and message, as calling forward on the CPU would (`except ValueError`
     works); a note names the line. Anything else: a poptorch.Error (`capture_error`)."""
-    if isinstance(err, Error):
-        raise err
+    if isinstance(err, Error):  # without the notes torch's interpreter appends to it
+        raise Error(err.message, type=err.type, location=err.location) from err
     if not raised_by_model(err):
         raise capture_error(err, what) from err
     frame = traceback.extract_tb(err.__traceback__)[-1]
