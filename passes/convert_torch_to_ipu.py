@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from torch_mlir import ir, rewrite
 
+from poptorch.dialects.creation import ConstantOp
+
 from .conversion import populate_all
 from .conversion.common import FROM_BUILTIN, TO_BUILTIN, Patterns, decline_key
 from .import_annotations import unsupported
@@ -35,6 +37,20 @@ def fold_cast_pairs(module: ir.Operation) -> None:
             op.erase()
 
 
+def constants_to_ipu(module: ir.Operation) -> None:
+    """Replace tensor `arith.constant`s by `ipu.constant`s: the greedy driver folds
+    to_builtin(torch.vtensor.literal) into one (a zero gradient, such as floor's) before
+    the literal's own pattern runs, and the JIT knows only ipu ops."""
+    for op in Pass.walk(module):
+        if op.name != "arith.constant" or not isinstance(op.results[0].type,
+                                                          ir.RankedTensorType):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            constant = ConstantOp(op.attributes["value"], op.results[0].type)
+        op.results[0].replace_all_uses_with(constant.result)
+        op.erase()
+
+
 @register
 class ConvertTorchToIpu(Pass):
     argument = "ipu-convert-torch-to-ipu"
@@ -45,6 +61,7 @@ class ConvertTorchToIpu(Pass):
         populate_all(patterns)
         rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
         fold_cast_pairs(module)
+        constants_to_ipu(module)
         for op in self.walk(module):
             name = op.name
             if not name.startswith("torch.") or name.startswith(KEPT):

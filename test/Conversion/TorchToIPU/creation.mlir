@@ -41,3 +41,16 @@ func.func @uniform(%x: !torch.vtensor<[2,4],f32>) -> !torch.vtensor<[2,4],f32> {
   %0 = torch.aten.uniform %x, %zero, %one, %none : !torch.vtensor<[2,4],f32>, !torch.float, !torch.float, !torch.none -> !torch.vtensor<[2,4],f32>
   return %0 : !torch.vtensor<[2,4],f32>
 }
+
+// -----
+
+// The greedy driver folds a literal read as a builtin tensor (a zero gradient) into an
+// arith.constant before the literal's pattern runs: it becomes an ipu.constant too.
+// CHECK-LABEL: func.func @literal$folded
+// CHECK-NEXT:    %[[C:.*]] = "ipu.constant"() {value = dense<0.000000e+00> : tensor<2xf32>} : () -> tensor<2xf32>
+// CHECK-NEXT:    return %[[C]]
+func.func @literal$folded() -> tensor<2xf32> {
+  %0 = torch.vtensor.literal(dense<0.0> : tensor<2xf32>) : !torch.vtensor<[2],f32>
+  %1 = torch_c.to_builtin_tensor %0 : !torch.vtensor<[2],f32> -> tensor<2xf32>
+  return %1 : tensor<2xf32>
+}
