@@ -40,14 +40,16 @@ def fold_cast_pairs(module: ir.Operation) -> None:
 def constants_to_ipu(module: ir.Operation) -> None:
     """Replace tensor `arith.constant`s by `ipu.constant`s: the greedy driver folds
     to_builtin(torch.vtensor.literal) into one (a zero gradient, such as floor's) before
-    the literal's own pattern runs, and the JIT knows only ipu ops."""
+    the literal's own pattern runs, and the JIT knows only ipu ops. (Created generically:
+    the op builder takes an empty attribute, of an empty tensor, for a missing one.)"""
     for op in Pass.walk(module):
         if op.name != "arith.constant" or not isinstance(op.results[0].type,
                                                           ir.RankedTensorType):
             continue
         with ir.InsertionPoint(op), op.location:
-            constant = ConstantOp(op.attributes["value"], op.results[0].type)
-        op.results[0].replace_all_uses_with(constant.result)
+            constant = ir.Operation.create(ConstantOp.OPERATION_NAME, [op.results[0].type],
+                                           attributes={"value": op.attributes["value"]})
+        op.results[0].replace_all_uses_with(constant.results[0])
         op.erase()
 
 
