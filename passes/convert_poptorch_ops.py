@@ -6,7 +6,7 @@ backend pipeline rejects, so this runs first, on the freshly imported module: ea
 the aten ops torch-mlir has no op for that a conversion family lowers (its `OPERATORS`:
 antialiased resampling and its gradient, the gradients of weight normalisation, grid
 sampling and replication padding), and the torch ops that torch-mlir's backend
-pipeline decomposes wrongly (`BEFORE_BACKEND`: RReLU's gradient). Other opaque
+pipeline decomposes wrongly (`BEFORE_BACKEND`: RReLU's gradient, fmod). Other opaque
 operators are left for
 `ipu-check-torch-ops` to report, with the reason a lowering declined them (the
 `ipu.unsupported` attribute).

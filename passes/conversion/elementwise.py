@@ -8,7 +8,9 @@ operands become 0-d `ipu.constant`s.
 `BEFORE_BACKEND` holds lowerings of torch ops that torch-mlir's backend pipeline
 decomposes wrongly, which `ipu-convert-poptorch-ops` applies before it: RReLU's
 gradient with a fixed slope (eval mode, or lower == upper) came out as
-`max(grad, 0) + slope * min(x, 0)` instead of `grad * (x > 0 ? 1 : slope)`.
+`max(grad, 0) + slope * min(x, 0)` instead of `grad * (x > 0 ? 1 : slope)`; fmod came
+out as `a - b * sign(a / b) * floor(|a / b|)`, whose rounded quotient loses the
+remainder (float16 fmod(-8.477, -0.061) gave 0, not -0.0579): `ipu.fmod` is exact.
 """
 
 from __future__ import annotations
@@ -207,7 +209,9 @@ def rrelu_backward(op: ir.OpView, b: Builder) -> ir.Value:
 
 # torch ops torch-mlir's backend pipeline decomposes wrongly: lowered before it
 BEFORE_BACKEND: dict[str, Lowering] = {
-    "torch.aten.rrelu_with_noise_backward": rrelu_backward}
+    "torch.aten.rrelu_with_noise_backward": rrelu_backward,
+    "torch.aten.fmod.Tensor": partial(binary, "fmod"),
+    "torch.aten.fmod.Scalar": partial(binary, "fmod")}
 
 
 def cast(op: ir.OpView, b: Builder) -> ir.Value:

@@ -82,3 +82,28 @@ func.func @literal$returned() -> tensor<2xf32> {
   %1 = torch_c.to_builtin_tensor %0 : !torch.vtensor<[2],f32> -> tensor<2xf32>
   return %1 : tensor<2xf32>
 }
+
+// -----
+
+// The greedy driver folds a literal read as a builtin tensor (a zero gradient) into an
+// arith.constant before the literal's pattern runs: it becomes an ipu.constant too.
+// CHECK-LABEL: func.func @literal$folded
+// CHECK-NEXT:    %[[C:.*]] = "ipu.constant"() {value = dense<0.000000e+00> : tensor<2xf32>} : () -> tensor<2xf32>
+// CHECK-NEXT:    return %[[C]]
+func.func @literal$folded() -> tensor<2xf32> {
+  %0 = torch.vtensor.literal(dense<0.0> : tensor<2xf32>) : !torch.vtensor<[2],f32>
+  %1 = torch_c.to_builtin_tensor %0 : !torch.vtensor<[2],f32> -> tensor<2xf32>
+  return %1 : tensor<2xf32>
+}
+
+// -----
+
+// An empty one too (the op builder would take its empty attribute for a missing one).
+// CHECK-LABEL: func.func @literal$folded_empty
+// CHECK-NEXT:    %[[C:.*]] = "ipu.constant"() {value = dense<0.000000e+00> : tensor<1x0x3xf32>} : () -> tensor<1x0x3xf32>
+// CHECK-NEXT:    return %[[C]]
+func.func @literal$folded_empty() -> tensor<1x0x3xf32> {
+  %0 = torch.vtensor.literal(dense<0.0> : tensor<1x0x3xf32>) : !torch.vtensor<[1,0,3],f32>
+  %1 = torch_c.to_builtin_tensor %0 : !torch.vtensor<[1,0,3],f32> -> tensor<1x0x3xf32>
+  return %1 : tensor<1x0x3xf32>
+}
