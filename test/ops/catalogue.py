@@ -55,7 +55,10 @@ ABSENT_PACKAGES = {
 RANDOM = {"torch.bernoulli", "torch.distributions.Bernoulli", "torch.randn", "torch.normal",
           "torch.distributions.Normal", "torch.rand", "torch.uniform",
           "torch.distributions.Uniform", "torch.exponential", "torch.distributions.Exponential",
-          "torch.randperm", "torch.nn.dropout"}
+          "torch.randperm", "torch.nn.dropout",
+          # OpInfo's rrelu samples train (random slopes), which PyTorch's own tests make
+          # reproducible only by reseeding torch's generator around each call
+          "torch.nn.RReLU"}
 
 
 @functools.cache
@@ -152,6 +155,11 @@ def _opinfo_cases(op: str, name: str, forms, cap: int) -> list[Case]:
         source = f"opinfo:{info.name}" + (f"/{info.variant_test_name}"
                                           if info.variant_test_name else "")
         dtypes = info.supported_dtypes("cpu")
+        if op in RANDOM:  # values compared by distribution, no gradient
+            samples = _opinfo_samples(info, "float32", dtypes, cap) if "random" in forms else []
+            if samples:
+                found.append(Case(op, source, "random", samples, same_distribution))
+            continue
         for form in forms:
             samples = _opinfo_samples(info, form, dtypes, cap)
             if samples:
