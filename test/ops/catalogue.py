@@ -142,6 +142,15 @@ def describe(args: tuple, kwargs: dict) -> str:
     return text[:160]
 
 
+def _bincount_as_poptorch(x, weights=None, minlength=0):
+    """PopTorch's bincount: exactly `minlength` bins, larger values dropped (its
+    RegisterMetaOps.cpp.inc: "the minimum length is also the maximum length")."""
+    return torch.bincount(x, weights, minlength)[:minlength]
+
+
+# OpInfo name -> what the CPU runs instead of the op, where PopTorch defines it otherwise
+REFERENCES = {"bincount": _bincount_as_poptorch}
+
 _DTYPE_FORMS = {"float32": [torch.float32], "float16": [torch.float16],
                 "int": [torch.int64, torch.int32], "bool": [torch.bool]}
 
@@ -173,8 +182,8 @@ def _opinfo_samples(info, form: str, dtypes, cap: int) -> list[Sample]:
         if dtype is None:
             return []
         raw = _take(info.sample_inputs("cpu", dtype), cap)
-        return [Sample(info.op, (s.input, *s.args), s.kwargs, describe((s.input, *s.args),
-                                                                        s.kwargs))
+        return [Sample(info.op, (s.input, *s.args), s.kwargs,
+                       describe((s.input, *s.args), s.kwargs), REFERENCES.get(info.name))
                 for s in raw]
     if form == "noncontiguous" and torch.float32 in dtypes:
         raw = _take(info.sample_inputs("cpu", torch.float32), cap)
