@@ -55,7 +55,10 @@ ABSENT_PACKAGES = {
 RANDOM = {"torch.bernoulli", "torch.distributions.Bernoulli", "torch.randn", "torch.normal",
           "torch.distributions.Normal", "torch.rand", "torch.uniform",
           "torch.distributions.Uniform", "torch.exponential", "torch.distributions.Exponential",
-          "torch.randperm", "torch.nn.dropout"}
+          "torch.randperm", "torch.nn.dropout",
+          # OpInfo's rrelu samples train (random slopes), which PyTorch's own tests make
+          # reproducible only by reseeding torch's generator around each call
+          "torch.nn.RReLU"}
 
 
 @functools.cache
@@ -139,6 +142,15 @@ def describe(args: tuple, kwargs: dict) -> str:
     return text[:160]
 
 
+def _bincount_as_poptorch(x, weights=None, minlength=0):
+    """PopTorch's bincount: exactly `minlength` bins, larger values dropped (its
+    RegisterMetaOps.cpp.inc: "the minimum length is also the maximum length")."""
+    return torch.bincount(x, weights, minlength)[:minlength]
+
+
+# OpInfo name -> what the CPU runs instead of the op, where PopTorch defines it otherwise
+REFERENCES = {"bincount": _bincount_as_poptorch}
+
 _DTYPE_FORMS = {"float32": [torch.float32], "float16": [torch.float16],
                 "int": [torch.int64, torch.int32], "bool": [torch.bool]}
 
@@ -152,6 +164,11 @@ def _opinfo_cases(op: str, name: str, forms, cap: int) -> list[Case]:
         source = f"opinfo:{info.name}" + (f"/{info.variant_test_name}"
                                           if info.variant_test_name else "")
         dtypes = info.supported_dtypes("cpu")
+        if op in RANDOM:  # values compared by distribution, no gradient
+            samples = _opinfo_samples(info, "float32", dtypes, cap) if "random" in forms else []
+            if samples:
+                found.append(Case(op, source, "random", samples, same_distribution))
+            continue
         for form in forms:
             samples = _opinfo_samples(info, form, dtypes, cap)
             if samples:
@@ -165,8 +182,8 @@ def _opinfo_samples(info, form: str, dtypes, cap: int) -> list[Sample]:
         if dtype is None:
             return []
         raw = _take(info.sample_inputs("cpu", dtype), cap)
-        return [Sample(info.op, (s.input, *s.args), s.kwargs, describe((s.input, *s.args),
-                                                                        s.kwargs))
+        return [Sample(info.op, (s.input, *s.args), s.kwargs,
+                       describe((s.input, *s.args), s.kwargs), REFERENCES.get(info.name))
                 for s in raw]
     if form == "noncontiguous" and torch.float32 in dtypes:
         raw = _take(info.sample_inputs("cpu", torch.float32), cap)

@@ -326,8 +326,9 @@ def assert_close(actual, expected, rtol: float | None = None,
 
 
 def same_distribution(actual, expected) -> None:
-    """Random outputs agree in shape, dtype and support, and in mean and standard
-    deviation within 6 standard errors of the draws (both sides drew their own)."""
+    """Random outputs agree in shape and dtype and, over 100 draws or more, in support,
+    and in mean and standard deviation within 6 standard errors of the draws (both sides
+    drew their own)."""
     actual_leaves = pytree.tree_leaves(actual)
     expected_leaves = pytree.tree_leaves(expected)
     assert len(actual_leaves) == len(expected_leaves)
@@ -338,12 +339,12 @@ def same_distribution(actual, expected) -> None:
         if not a.numel():
             continue
         a, e = a.double(), e.double()
-        assert torch.isfinite(a).all(), "non-finite draws"
+        assert torch.isfinite(a).all() or not torch.isfinite(e).all(), "non-finite draws"
+        if a.numel() < 100:  # too few draws to say more
+            continue
         slack = 6 * e.std() + 1e-6
         assert e.min() - slack <= a.min() and a.max() <= e.max() + slack, (
             f"draws in [{a.min():.3g}, {a.max():.3g}] instead of [{e.min():.3g}, {e.max():.3g}]")
-        if a.numel() < 100:
-            continue
         error = 6 * max(e.std().item(), 1e-6) / math.sqrt(a.numel())
         assert abs(a.mean() - e.mean()) <= 2 * error, (
             f"mean {a.mean():.4g} instead of {e.mean():.4g}")
