@@ -29,7 +29,6 @@ from poptorch.dialects.types import Unsupported, builtin_type, numpy_dtype
 
 TO_BUILTIN = "torch_c.to_builtin_tensor"
 FROM_BUILTIN = "torch_c.from_builtin_tensor"
-INTERNAL_ERROR = "internal error: "  # how a lowering's unexpected exception is reported
 
 
 class Builder:
@@ -123,10 +122,6 @@ class Patterns:
 
     def _pattern(self, fn: Lowering):
         def apply(op: ir.OpView, rewriter: rewrite.PatternRewriter) -> bool:
-            if self.declined.get(decline_key(op), "").startswith(INTERNAL_ERROR):
-                # a lowering bug does not heal, and a retry would build again the ops it
-                # left before failing, which the driver erases as dead: it never converges
-                return True
             try:
                 with rewriter.ip, op.location:
                     results = fn(op, Builder(op))
@@ -138,7 +133,7 @@ class Patterns:
                 self.declined[decline_key(op)] = str(reason)
                 return True  # no match: the op stays and is reported
             except Exception as err:  # noqa: BLE001 - a lowering bug: report, don't crash
-                self.declined[decline_key(op)] = f"{INTERNAL_ERROR}{type(err).__name__}: {err}"
+                self.declined[decline_key(op)] = f"internal error: {type(err).__name__}: {err}"
                 return True
             rewriter.replace_op(op, replacements)
             return False

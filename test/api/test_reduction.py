@@ -9,11 +9,8 @@ import pytest
 import torch
 from numerics import check
 from torch import nn
-from torch_mlir import ir, rewrite
 
 import poptorch
-from poptorch.dialects import make_context
-from poptorch.passes.conversion.common import Patterns
 
 DTYPES = [torch.float32, torch.float16]
 
@@ -201,25 +198,3 @@ def test_addmv_cdist_softmax_gradients():
 def test_nuclear_norm_refused():
     with pytest.raises(poptorch.Error, match=r"torch.norm.*Matrix nuclear norm is not supported"):
         check(lambda t: torch.norm(t, "nuc"), _input(4, 4))
-
-
-def test_lowering_failing_after_building_converges():
-    """A lowering that raises after building ops is not retried: the retry would rebuild
-    what the driver erased as dead, and the conversion would never converge (the 0-d
-    reductions did so before their empty dims array was kept)."""
-    text = """func.func @f(%x: !torch.vtensor<[3],f32>) -> !torch.vtensor<[],f32> {
-      %none = torch.constant.none
-      %0 = torch.aten.sum %x, %none : !torch.vtensor<[3],f32>, !torch.none -> !torch.vtensor<[],f32>
-      return %0 : !torch.vtensor<[],f32>
-    }"""
-
-    def broken(op, b):
-        b.constant(1.0, ir.F32Type.get())
-        raise RuntimeError("a lowering bug")
-
-    with make_context(), ir.Location.unknown():
-        module = ir.Module.parse(text)
-        patterns = Patterns()
-        patterns.lower("torch.aten.sum", broken)
-        rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
-    assert list(patterns.declined.values()) == ["internal error: RuntimeError: a lowering bug"]
