@@ -148,8 +148,24 @@ def _bincount_as_poptorch(x, weights=None, minlength=0):
     return torch.bincount(x, weights, minlength)[:minlength]
 
 
-# OpInfo name -> what the CPU runs instead of the op, where PopTorch defines it otherwise
-REFERENCES = {"bincount": _bincount_as_poptorch}
+def _stable(fn):
+    """`fn` (sort, argsort) with stable=True: PyTorch's CPU sort does not keep the order of
+    equal elements (its docs say so), a stable sort does, as poptorch's does."""
+    def stable(*args, **kwargs):
+        return fn(*args, **{**kwargs, "stable": True})
+    return stable
+
+
+def _stable_topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
+    """torch.topk with ties in their input order (the CPU's topk orders them arbitrarily)."""
+    order = torch.sort(x, dim=dim, descending=largest, stable=True).indices.narrow(dim, 0, k)
+    return torch.return_types.topk((x.gather(dim, order), order))
+
+
+# OpInfo name -> what the CPU runs instead of the op: where PopTorch defines it otherwise,
+# or where PyTorch leaves a choice open (the order of ties)
+REFERENCES = {"bincount": _bincount_as_poptorch, "sort": _stable(torch.sort),
+              "argsort": _stable(torch.argsort), "topk": _stable_topk}
 
 _DTYPE_FORMS = {"float32": [torch.float32], "float16": [torch.float16],
                 "int": [torch.int64, torch.int32], "bool": [torch.bool]}
@@ -188,12 +204,12 @@ def _opinfo_samples(info, form: str, dtypes, cap: int) -> list[Sample]:
     if form == "noncontiguous" and torch.float32 in dtypes:
         raw = _take(info.sample_inputs("cpu", torch.float32), cap)
         return [Sample(info.op, (n.input, *n.args), n.kwargs,
-                       describe((n.input, *n.args), n.kwargs))
+                       describe((n.input, *n.args), n.kwargs), REFERENCES.get(info.name))
                 for n in (s.noncontiguous() for s in raw)]
     if form == "grad" and info.supports_autograd and torch.float32 in dtypes:
         raw = _take(info.sample_inputs("cpu", torch.float32, requires_grad=True), cap)
         return [Sample(info.op, (s.input, *s.args), s.kwargs,
-                       describe((s.input, *s.args), s.kwargs))
+                       describe((s.input, *s.args), s.kwargs), REFERENCES.get(info.name))
                 for s in raw if any(t.requires_grad for t in _tensors(s))]
     if form == "inplace" and info.inplace_variant is not None and torch.float32 in dtypes:
         raw = _take((s for s in info.sample_inputs("cpu", torch.float32)
