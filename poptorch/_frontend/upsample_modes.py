@@ -47,6 +47,8 @@ def refusal(*args, **kwargs) -> str | None:
     call = _INTERPOLATE.bind(*args, **kwargs)
     call.apply_defaults()
     mode, scale = call.arguments["mode"], call.arguments["scale_factor"]
+    if call.arguments["antialias"]:
+        return None  # resampled by constant matrices (passes/conversion/convolution.py)
     if mode in _REFUSED_MODES:
         return (f"unsupported upsample mode '{mode}', as in PopTorch: {_SUPPORTED}; "
                 f"{_REFUSED_MODES[mode]}")
