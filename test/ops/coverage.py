@@ -138,9 +138,9 @@ def _summary_line(result: dict) -> str:
 REFUSALS = {
     r"has an empty batch": "PopTorch refuses zero-sized inputs (\"Zero-sized tensors are "
                            "unsupported\")",
-    r"as in PopTorch|PopTorch does not support|\(PopTorch: |^poptorch\.Error: [^:]*: "
-    r"(Bincount `minlength`|OneHot num classes)": "PopTorch refuses it too; the error says "
-                                                    "what to write instead",
+    r"as in PopTorch|PopTorch does not support|\(PopTorch: |Bincount `minlength` must|"
+    r"OneHot num classes must": "PopTorch refuses it too; the error says what to write "
+                                "instead",
 }
 
 
