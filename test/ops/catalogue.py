@@ -151,8 +151,8 @@ def _bincount_as_poptorch(x, weights=None, minlength=0):
 def _stable(fn):
     """`fn` (sort, argsort) with stable=True: PyTorch's CPU sort does not keep the order of
     equal elements (its docs say so), a stable sort does, as poptorch's does."""
-    def stable(*args, **kwargs):
-        return fn(*args, **{**kwargs, "stable": True})
+    def stable(x, dim=-1, descending=False, stable=False):
+        return fn(x, dim=dim, descending=descending, stable=True)
     return stable
 
 

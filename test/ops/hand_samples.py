@@ -196,13 +196,19 @@ def _poptorch(grad: bool) -> dict:
 
 # ---- modules without a ModuleInfo ----------------------------------------------------------
 def _modules(grad: bool) -> dict:
+    def normed(module, **kwargs):
+        module = torch.nn.utils.weight_norm(module, **kwargs)
+        # the hook's last `weight` is a non-leaf, which deepcopy refuses (the harness copies
+        # the model for the CPU): a leaf copy of it, which the hook recomputes each call
+        module.weight = module.weight.detach()
+        return module
+
     def weight_norm():
         torch.manual_seed(0)
         return [
-            _sample(torch.nn.utils.weight_norm(torch.nn.Linear(4, 3)), _randn(2, 4),
-                    label="Linear"),
-            _sample(torch.nn.utils.weight_norm(torch.nn.Conv1d(2, 3, 3), dim=None),
-                    _randn(2, 2, 6), label="Conv1d, dim=None"),
+            _sample(normed(torch.nn.Linear(4, 3)), _randn(2, 4), label="Linear"),
+            _sample(normed(torch.nn.Conv1d(2, 3, 3), dim=None), _randn(2, 2, 6),
+                    label="Conv1d, dim=None"),
         ]
     return {
         "weight_norm": weight_norm,
