@@ -48,4 +48,5 @@ def write_back(flat: list[Any], indices: list[int], values: list[np.ndarray]) ->
     with torch.no_grad():
         for index, value in zip(indices, values, strict=True):
             target = capture.given_tensor(flat[index])
-            target.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+            # (a 0-d input comes back with its one element in a 1-d array)
+            target.copy_(torch.from_numpy(np.ascontiguousarray(value)).reshape(target.shape))

@@ -59,6 +59,13 @@ def test_an_input_updated_in_place_is_written_back():
     assert tensor_in == 3.0
 
 
+def test_a_0d_input_updated_in_place_keeps_its_shape():
+    """A 0-d input comes back from the device as one element; it is written back 0-d."""
+    tensor_in = torch.tensor(1.0)
+    assert poptorch.inferenceModel(AddInPlace(), _quiet())(tensor_in) is None
+    assert tensor_in.shape == () and tensor_in == 2.0
+
+
 @pytest.mark.parametrize("structure", [list, lambda t: {"input": t[0]}], ids=["list", "dict"])
 def test_an_input_in_a_structure_updated_in_place(structure):
     """(As on the CPU, `x[0] += 4` on a tuple raises: the tuple's item cannot be set.)"""
