@@ -264,8 +264,9 @@ def _check_inference(samples: list[Sample], check: Callable | None) -> None:
         expected = reference(*cpu_inputs)
     actual = poptorch.inferenceModel(program)(*ipu_inputs)
     (check or assert_close)(actual, expected)
-    # an input the op updates in place is updated on the host as on the CPU
-    assert_close(ipu_inputs, cpu_inputs)
+    # an input the op updates in place is updated on the host as on the CPU (random
+    # draws into it, `x.normal_()`, compared as the outputs are)
+    (check or assert_close)(ipu_inputs, cpu_inputs)
 
 
 def _check_training(samples: list[Sample]) -> None:
