@@ -96,7 +96,7 @@ def _float(fn):
 def _sigmoid(x):
     """1 / (1 + exp(-x)), PyTorch's own CPU formula, in place on one new array (2.4x
     faster than scipy's expit on 256 x 512 float32; exp(-x) overflowing gives 0)."""
-    y = np.negative(x)
+    y = np.negative(x, out=np.empty(np.shape(x), np.result_type(x)))  # (an array if 0-d)
     np.exp(y, out=y)
     y += 1
     return np.reciprocal(y, out=y)

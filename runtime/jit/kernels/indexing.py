@@ -62,9 +62,12 @@ def _positions(index: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
 @kernel(GatherOp, static=_static)
 def gather(input, index, dim, ranks):
     common, (x, idx) = batched((input, ranks[0]), (index, ranks[1]))
+    shape = idx.shape[1:]
+    if x.ndim == 1:  # 0-d operands (torch gathers them along dim 0 as one element)
+        x, idx = x.reshape(-1, 1), idx.reshape(-1, 1)
     box = tuple(slice(None) if d == dim else slice(s) for d, s in enumerate(idx.shape[1:]))
     out = np.take_along_axis(x[(slice(None), *box)], idx, axis=dim + 1)
-    return out.reshape(common + idx.shape[1:])
+    return out.reshape(common + shape)
 
 
 @kernel(IndexSelectOp, static=_static)
