@@ -186,7 +186,8 @@ def _poptorch(grad: bool) -> dict:
                     torch.softmax(_randn(5, 1, 4), -1).log(), torch.tensor([5]),
                     label="beam 2", reference=None)],
         "nearest": lambda: [
-            _sample(poptorch.nearest, _randn(6, 2), _randn(3, 2), label="no batches",
+            _sample(lambda x, y: poptorch.nearest(x, y), _randn(6, 2), _randn(3, 2),
+                    label="no batches",
                     reference=_nearest_reference)],
         "fps": lambda: [
             _sample(lambda s: poptorch.fps(s, [0, 8], 0.5, False), _randn(8, 3),
