@@ -9,6 +9,8 @@ as a discardable attribute, which later passes (stage and IPU assignment) read.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from torch_mlir import ir
 
 from .registry import Option, Pass, register
@@ -43,28 +45,27 @@ def _metadata(loc: ir.Location) -> ir.DictAttr | None:
     return md if isinstance(md, ir.DictAttr) else None
 
 
-def collect(loc: ir.Location, found: dict[str, list[ir.Attribute]]) -> None:
-    """Gather `ipu.*` metadata entries in `loc`, outermost first, into `found`."""
+def _entries(loc: ir.Location) -> Iterator[ir.NamedAttribute]:
+    """The metadata entries of the fused locations in `loc`, outermost first."""
     todo = [loc]
     while todo:
         loc = todo.pop()
-        for named in _metadata(loc) or ():
-            if named.name.startswith(PREFIX):
-                found.setdefault(named.name, []).append(named.attr)
+        yield from _metadata(loc) or ()
         todo.extend(reversed(children(loc)))
+
+
+def collect(loc: ir.Location, found: dict[str, list[ir.Attribute]]) -> None:
+    """Gather `ipu.*` metadata entries in `loc`, outermost first, into `found`."""
+    for named in _entries(loc):
+        if named.name.startswith(PREFIX):
+            found.setdefault(named.name, []).append(named.attr)
 
 
 def called_as(loc: ir.Location) -> str | None:
     """The torch call the user wrote that an op came from (`torch.nonzero`), recorded
     by the importer as `torch.call` metadata (poptorch/_frontend/op_names.py), or None."""
-    todo = [loc]
-    while todo:
-        loc = todo.pop()
-        for named in _metadata(loc) or ():
-            if named.name == CALL_KEY:
-                return ir.StringAttr(named.attr).value
-        todo.extend(reversed(children(loc)))
-    return None
+    return next((ir.StringAttr(named.attr).value for named in _entries(loc)
+                 if named.name == CALL_KEY), None)
 
 
 def unsupported(op: ir.Operation | ir.OpView, reason: str) -> str:
