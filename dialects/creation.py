@@ -56,14 +56,21 @@ class IotaOp(Ipu.Operation, name="iota", traits=[Pure]):
     verify_invariants = verified(_check_iota)
 
 
-def _check_random_uniform(op: "RandomUniformOp") -> None:
-    """A float result and low <= high."""
+def _float_draws(op: ir.OpView, first: str, second: str) -> tuple[ir.FloatAttr, ir.FloatAttr]:
+    """A random op's float result and its two float attributes (its distribution's
+    parameters)."""
     out = tensor_type(op.output, "result")
     if not isinstance(out.element_type, ir.FloatType):
         raise VerifyError(f"result element type must be a float, got {out.element_type}")
-    low, high = op.attributes["low"], op.attributes["high"]
-    if not (isinstance(low, ir.FloatAttr) and isinstance(high, ir.FloatAttr)):
-        raise VerifyError("attributes 'low' and 'high' must be floats")
+    a, b = op.attributes[first], op.attributes[second]
+    if not (isinstance(a, ir.FloatAttr) and isinstance(b, ir.FloatAttr)):
+        raise VerifyError(f"attributes '{first}' and '{second}' must be floats")
+    return a, b
+
+
+def _check_random_uniform(op: "RandomUniformOp") -> None:
+    """A float result and low <= high."""
+    low, high = _float_draws(op, "low", "high")
     if low.value > high.value:
         raise VerifyError(f"low {low.value} is above high {high.value}")
 
@@ -84,12 +91,7 @@ class RandomUniformOp(Ipu.Operation, name="random_uniform"):
 
 def _check_random_normal(op: "RandomNormalOp") -> None:
     """A float result and a standard deviation of at least 0."""
-    out = tensor_type(op.output, "result")
-    if not isinstance(out.element_type, ir.FloatType):
-        raise VerifyError(f"result element type must be a float, got {out.element_type}")
-    mean, std = op.attributes["mean"], op.attributes["std"]
-    if not (isinstance(mean, ir.FloatAttr) and isinstance(std, ir.FloatAttr)):
-        raise VerifyError("attributes 'mean' and 'std' must be floats")
+    mean, std = _float_draws(op, "mean", "std")
     if std.value < 0:
         raise VerifyError(f"std {std.value} is negative")
 
