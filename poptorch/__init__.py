@@ -42,6 +42,8 @@ _LAZY = {
     "ipu_print_tensor": "poptorch.ops",
     "recomputationCheckpoint": "poptorch.ops",
     "set_available_memory": "poptorch.ops",
+    "for_loop": "poptorch._ops.control_flow",
+    "cond": "poptorch._ops.control_flow",
     "ipuHardwareIsAvailable": "poptorch._executor.hardware",
     "ipuHardwareVersion": "poptorch._executor.hardware",
     "setLogLevel": "poptorch._logging",

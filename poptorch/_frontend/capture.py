@@ -56,6 +56,7 @@ from poptorch._frontend import (
     upsample_modes,
 )
 from poptorch._frontend.annotations import capture_scope
+from poptorch._frontend.control_flow import ControlFlowImporter, drop_dynamo_marks
 from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
 from poptorch._frontend.reduction_decompositions import reduction_decompositions
 from poptorch.errors import Error
@@ -303,6 +304,7 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
             stack.enter_context(context)
         try:
             program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+            drop_dynamo_marks(program.graph_module)
             program = program.run_decompositions(decompositions())
         except Exception as err:  # noqa: BLE001 - the model's own, or torch's reason
             model_code.reraise_from_model(err, "the model with torch.export")
@@ -376,7 +378,7 @@ def _drop_placeholder(gm: torch.fx.GraphModule, name: str) -> None:
     gm.recompile()
 
 
-class AnnotatingNodeImporter(GraphNodeImporter):
+class AnnotatingNodeImporter(ControlFlowImporter, GraphNodeImporter):
     """Carries `ipu.*` entries of `node.meta["custom"]` in fused-location metadata, with
     the op's module path added to its `ipu.name_scope` unless `module_namescope` is off
     (Options.disableModuleNamescope), and the torch call the op came from (`CALL_KEY`)."""

@@ -28,6 +28,7 @@ from poptorch.runtime.jit.codegen.fusion.compiled import compile_kernels
 from poptorch.runtime.jit.codegen.fusion.group import Group, Kind, row_strides
 from poptorch.runtime.jit.codegen.fusion.grouping import find_groups
 from poptorch.runtime.jit.codegen.fusion.window import WINDOWS, window_group
+from poptorch.runtime.jit.control_flow import REGION_OPS, control_statement
 from poptorch.runtime.jit.heap import keep_freed_memory
 from poptorch.runtime.jit.kernels import HELPERS, Kernel, kernel_of
 
@@ -263,6 +264,8 @@ class _Codegen:
 
     def statement(self, op: ir.OpView, value_name) -> str:
         name = op.operation.name
+        if name in REGION_OPS:
+            return control_statement(op, self.statement, value_name)
         args = [value_name(v) for v in self.operands(op)]
         if name == "func.return":
             for index, reduction in self.wrapped.items():
@@ -319,6 +322,8 @@ class _Codegen:
         still checks shapes at run time: leading replica axes are not in the types."""
         result = op.results[0].type if len(op.results) == 1 else None
         this = op.operation
+        if this not in self.position:  # in a region (`control_flow`)
+            return None
         here = self.position[this]
         for value in op.operands:
             if value.type != result or not self.owned(value):
