@@ -16,7 +16,12 @@ from .ipu import StageAttr, walk
 
 # ops that compute nothing and may stay outside blocks
 NEUTRAL = (ConstantOp.OPERATION_NAME, "func.", "torch.constant.", "torch.prim.ListConstruct",
-           "torch_c.", "builtin.")
+           "torch_c.", "builtin.", "arith.constant", "tensor.extract", "scf.yield")
+# control flow (`scf.for` / `scf.if`, poptorch.for_loop and cond, and their index and
+# condition scalars): these keep their placement through ipu-convert-torch-to-ipu, which
+# leaves the ops it converts without one until ipu-import-annotations runs again, so they
+# do not make a function count as placing its ops
+CONTROL = ("scf.", "arith.constant", "tensor.extract")
 # the attributes that place an op: its block and IPU (poptorch.Block, BeginBlock), then
 # its stage (ipu-assign-stages)
 PLACEMENT = ("ipu.block", "ipu.ipu_id", "ipu.stage")
@@ -43,7 +48,8 @@ def unplaced(module: ir.Operation) -> list[ir.Operation] | None:
     for func in functions(module):
         ops = walk(func)[1:]
         if "ipu.stage" in func.attributes or any(
-                name in op.attributes for op in ops for name in PLACEMENT):
+                name in op.attributes for op in ops if not op.name.startswith(CONTROL)
+                for name in PLACEMENT):
             any_placed = True
             found += [op for op in ops if not op.name.startswith(NEUTRAL) and not is_placed(op)]
     return found if any_placed else None

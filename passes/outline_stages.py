@@ -91,7 +91,7 @@ class OutlineStages(Pass):
             group_of[op] = key
         order = sorted(groups) if self.pipelined else segments
         self._check_order(order, groups, group_of)
-        for op in body:  # the function carries the stage from here on
+        for op in self.walk(func)[1:]:  # the function carries the stage from here on
             if "ipu.stage" in op.attributes:
                 del op.attributes["ipu.stage"]
         training = bool(backward)
@@ -121,7 +121,7 @@ class OutlineStages(Pass):
         rank = {key: n for n, key in enumerate(order)}
         for key in order:
             for op in groups[key]:
-                for value in op.operands:
+                for _, _, value in reads(op):
                     made_by = producer(value)
                     if made_by is None or made_by not in group_of:
                         continue
@@ -140,7 +140,7 @@ class OutlineStages(Pass):
         inputs: list[ir.Value] = []
         cloned: list[ir.Operation] = []
         for op in group:
-            for value in op.operands:
+            for _, _, value in reads(op):
                 made_by = producer(value)
                 if made_by is not None and made_by in members:
                     continue
@@ -150,7 +150,7 @@ class OutlineStages(Pass):
                 elif value not in inputs:
                     inputs.append(value)
         outputs = [r for op in group for r in op.results
-                   if any(use.owner.operation not in members for use in r.uses)]
+                   if any(top_level(use.owner.operation) not in members for use in r.uses)]
         stage, ipu, segment = key
         name = (f"{symbol(func)}_stage{stage}" + (f"_ipu{ipu}" if _shared(key, group_of) else "")
                 + (f"_{segment}" if segment else ""))
@@ -192,16 +192,47 @@ class OutlineStages(Pass):
                 ir.Operation.create("func.return", operands=outputs)
         replacements = dict(zip(inputs, block.arguments, strict=True)) | clones
         for op in group:
-            for n, value in enumerate(op.operands):
+            for reader, n, value in reads(op):
                 if value in replacements:
-                    op.operands[n] = replacements[value]
+                    reader.operands[n] = replacements[value]
         for value, result in zip(outputs, call.results, strict=True):
             results[value] = result
             for use in list(value.uses):
                 owner = use.owner.operation
                 # moved ops get new Python wrappers (hashed apart): compare parents, by ==
-                if not owner.parent == stage_fn:
+                if not top_level(owner).parent == stage_fn:
                     owner.operands[use.operand_number] = result
+
+
+def top_level(op: ir.Operation) -> ir.Operation:
+    """`op`, or the op of a function's body whose regions (a loop's body, a branch) hold
+    it."""
+    while op.parent is not None and op.parent.name != "func.func":
+        op = op.parent
+    return op
+
+
+def reads(op: ir.Operation) -> list[tuple[ir.Operation, int, ir.Value]]:
+    """(reader, operand number, value) of each value `op` reads: its operands, and those
+    that ops in its regions read from outside it (a loop body's weights)."""
+    found = [(op, n, v) for n, v in enumerate(op.operands)]
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                found += [(reader, n, v) for reader, n, v in reads(inner.operation)
+                          if not _within(v, op)]
+    return found
+
+
+def _within(value: ir.Value, op: ir.Operation) -> bool:
+    """Whether `value` is defined inside a region of `op`."""
+    owner = value.owner
+    parent = owner.owner if isinstance(owner, ir.Block) else owner.operation.parent
+    while parent is not None and parent.name != "func.func":
+        if parent == op:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _shared(key: tuple[int, int], group_of) -> bool:

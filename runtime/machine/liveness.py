@@ -19,8 +19,20 @@ from poptorch.runtime.machine.system import value_bytes
 
 
 def function_ops(func: ir.Operation) -> list[ir.Operation]:
-    """The ops of a function's entry block."""
-    return [op.operation for op in func.regions[0].blocks[0].operations]
+    """The ops of a function's entry block, each preceded by the ops of its regions (a
+    loop's body or a branch, `scf.for` / `scf.if`): once, as the body is one program
+    whatever the trip count, and before the op whose results they make."""
+    return _block_ops(func.regions[0].blocks[0])
+
+
+def _block_ops(block: ir.Block) -> list[ir.Operation]:
+    ops = []
+    for op in block.operations:
+        for region in op.regions:
+            for inner in region.blocks:
+                ops += _block_ops(inner)
+        ops.append(op.operation)
+    return ops
 
 
 @dataclass
@@ -57,19 +69,39 @@ class Peak:
                 for size, value, origin in getattr(self, which)]
 
 
+# ops whose result MLIR's printer names itself (OpAsmOpInterface): the scalar bounds and
+# conditions of control flow
+_ASM_NAMED: dict[str, Callable[[ir.Operation], str]] = {
+    "arith.constant": lambda op: f"%c{ir.IntegerAttr(op.attributes['value']).value}"
+    if isinstance(op.results[0].type, ir.IndexType) else "%cst",
+    "tensor.extract": lambda op: "%extracted",
+}
+
+
 def local_names(func: ir.Operation) -> dict[ir.Value, str]:
-    """The SSA names of `func`'s entry-block arguments (`%argN`) and top-level op results
-    (`%n` in order, `%n#i` for the i-th of an op's several results)."""
-    block = func.regions[0].blocks[0]
-    names = {arg: f"%arg{i}" for i, arg in enumerate(block.arguments)}
-    number = 0
-    for op in block.operations:
-        results = list(op.results)
-        if len(results) == 1:
-            names[results[0]] = f"%{number}"
-        else:  # none, or several
-            names.update((result, f"%{number}#{i}") for i, result in enumerate(results))
-        number += bool(results)
+    """The SSA names of `func`'s block arguments (`%argN`) and op results (`%n` in order,
+    `%n#i` for the i-th of an op's several results), nested regions included."""
+    names: dict[ir.Value, str] = {}
+    counts = [0, 0]  # arguments, results named so far
+
+    def walk(block: ir.Block) -> None:  # the printer's order: an op, then its regions
+        for arg in block.arguments:
+            names[arg] = f"%arg{counts[0]}"
+            counts[0] += 1
+        for op in block.operations:
+            results, number = list(op.results), counts[1]
+            if op.name in _ASM_NAMED:  # named by the op (`%c3`, `%extracted`), not counted
+                names[results[0]] = _ASM_NAMED[op.name](op)
+            elif len(results) == 1:
+                names[results[0]] = f"%{number}"
+            else:  # none, or several
+                names.update((result, f"%{number}#{i}") for i, result in enumerate(results))
+            counts[1] += bool(results) and op.name not in _ASM_NAMED
+            for region in op.regions:
+                for inner in region.blocks:
+                    walk(inner)
+
+    walk(func.regions[0].blocks[0])
     return names
 
 

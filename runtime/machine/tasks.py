@@ -15,6 +15,7 @@ from poptorch.dialects import op_class
 from poptorch.dialects.placement import int_attribute, placement, symbol_table
 from poptorch.dialects.structure import CopyOp, RemoteLoadOp, RemoteStoreOp
 from poptorch.errors import Error
+from poptorch.runtime.machine.control_flow import REGION_OPS, region_cost
 from poptorch.runtime.machine.cost import OpCost, op_cost
 from poptorch.runtime.machine.system import Machine, value_bytes
 
@@ -115,6 +116,9 @@ class TaskGraph:
             if op.operation.name == "func.call":
                 total += self.function_cost(
                     ir.FlatSymbolRefAttr(op.attributes["callee"]).value, ipu)
+            elif op.operation.name in REGION_OPS:  # a loop or branch: its regions' ops
+                total += region_cost(op, lambda ops: self.ops_cost(ops, ipu), self.machine,
+                                     self.machine.compute_tiles(self.io_tiles))
             else:
                 total += self.cost(op, self.machine, self.proportions.get(ipu),
                                  io_tiles=self.io_tiles)
