@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import torch
 from torch._higher_order_ops.while_loop import while_loop
+from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
 
 from poptorch._frontend.capture import isRunningOnIpu
 from poptorch._frontend.model_code import running_user_line
@@ -32,19 +33,20 @@ Body = Callable[..., "torch.Tensor | list[torch.Tensor] | tuple[torch.Tensor, ..
 
 
 def _check_list(inputs, what: str, name: str) -> None:
-    """PopTorch's checks of an input list (python/ops.py), with its messages."""
+    """PopTorch's checks of an input list (python/ops.py), with its messages (a
+    poptorch.Error at the caller's line here, where PopTorch raises a ValueError)."""
     if not isinstance(inputs, list):
-        raise ValueError(f"poptorch.{name} expects {what} to be a list of tensors. "
-                         "(Object is not list)")
+        raise Error(f"poptorch.{name} expects {what} to be a list of tensors. "
+                    "(Object is not list)", type="capture", location=running_user_line())
     for index, tensor in enumerate(inputs):
         if not isinstance(tensor, torch.Tensor):
-            raise ValueError(f"poptorch.{name} expects {what} to be a list of tensors. "
-                             f"(Object contained in list at index {index} is not "
-                             "torch.tensor)")
+            raise Error(f"poptorch.{name} expects {what} to be a list of tensors. (Object "
+                        f"contained in list at index {index} is not torch.tensor)",
+                        type="capture", location=running_user_line())
 
 
 def _outputs(result, name: str) -> list[torch.Tensor]:
-    outputs = list(result) if isinstance(result, list | tuple) else [result]
+    outputs = _listed(result)
     for index, tensor in enumerate(outputs):
         if not isinstance(tensor, torch.Tensor):
             raise Error(f"the body of poptorch.{name} returned a {type(tensor).__name__} "
@@ -76,11 +78,17 @@ def for_loop(count: int, body: Body, inputs: list[torch.Tensor]) -> list[torch.T
             values = _checked(body, values)
         return values
 
+    with disable_proxy_modes_tracing():  # shapes and dtypes only: records no graph node
+        _checked(body, [t.clone() for t in values])
+
     def condition(counter, *_):
         return counter < count
 
     def step(counter, *carried):
-        return (counter + 1, *[t.clone() for t in _checked(body, list(carried))])
+        # (traced by torch's dynamo: no checks here, they ran above)
+        # inputs by value: torch's while_loop refuses a body that updates them in place
+        outputs = _listed(body(*[t.clone() for t in carried]))
+        return (counter + 1, *[t.clone() for t in outputs])
 
     start = torch.zeros((), dtype=torch.int32)
     return list(while_loop(condition, step, (start, *values))[1:])
@@ -110,8 +118,9 @@ def cond(condition: torch.Tensor, then_body: Body, then_inps: list[torch.Tensor]
     at run time, else `else_body(*else_inps)`; both must return the same number of
     tensors, of matching shapes and dtypes. Inference only."""
     if not isinstance(then_inps, list) or not isinstance(else_inps, list):
-        raise ValueError("poptorch.cond expects then_inps and else_inps tensors to be a "
-                         "list of tensors. (Object is not list)")
+        raise Error("poptorch.cond expects then_inps and else_inps tensors to be a list of "
+                    "tensors. (Object is not list)", type="capture",
+                    location=running_user_line())
     _check_list(then_inps, "then_inps", "cond")
     _check_list(else_inps, "else_inps", "cond")
     if not isinstance(condition, torch.Tensor) or condition.numel() != 1 \
@@ -125,13 +134,36 @@ def cond(condition: torch.Tensor, then_body: Body, then_inps: list[torch.Tensor]
         if bool(condition):
             return _outputs(then_body(*then_inps), "cond")
         return _outputs(else_body(*else_inps), "cond")
+    with disable_proxy_modes_tracing():  # the branches' outputs must match: checked here
+        _matching(_outputs(then_body(*then_inps), "cond"),
+                  _outputs(else_body(*else_inps), "cond"))
     count = len(then_inps)
 
     def then_branch(*values):
-        return tuple(t.clone() for t in _outputs(then_body(*values[:count]), "cond"))
+        values = [t.clone() for t in values[:count]]  # by value, as for_loop's
+        return tuple(t.clone() for t in _listed(then_body(*values)))
 
     def else_branch(*values):
-        return tuple(t.clone() for t in _outputs(else_body(*values[count:]), "cond"))
+        values = [t.clone() for t in values[count:]]
+        return tuple(t.clone() for t in _listed(else_body(*values)))
 
     return list(torch.cond(condition.reshape(()), then_branch, else_branch,
                            (*then_inps, *else_inps)))
+
+
+def _listed(result) -> list:
+    return list(result) if isinstance(result, list | tuple) else [result]
+
+
+def _matching(then_out: list[torch.Tensor], else_out: list[torch.Tensor]) -> None:
+    """Both branches of a cond make the same results: one list of tensors receives them."""
+    if len(then_out) != len(else_out):
+        raise Error(f"the branches of poptorch.cond return {len(then_out)} and "
+                    f"{len(else_out)} tensors; both must return the same number",
+                    type="capture", location=running_user_line())
+    for index, (a, b) in enumerate(zip(then_out, else_out, strict=True)):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise Error(f"output {index} of poptorch.cond's then_body has shape "
+                        f"{list(a.shape)} and dtype {a.dtype} but the else_body's has shape "
+                        f"{list(b.shape)} and dtype {b.dtype}; each output must match",
+                        type="capture", location=running_user_line())
