@@ -76,6 +76,17 @@ REGION_OPS: dict[str, Callable[[ir.OpView, Statement, ValueName], list[str]]] = 
 }
 
 
+def nested_ops(op: ir.OpView) -> list[ir.Operation]:
+    """The ops in `op`'s regions, at any depth (they run where `op` runs: the fusion of
+    the function's top block must not move a value they read after it)."""
+    found = []
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                found += [inner.operation, *nested_ops(inner)]
+    return found
+
+
 def control_statement(op: ir.OpView, statement: Statement, value_name: ValueName) -> str:
     """The Python of a control-flow op (`REGION_OPS`) in a function's top block: lines
     after the first carry the function body's indent."""

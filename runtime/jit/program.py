@@ -28,7 +28,7 @@ from poptorch.runtime.jit.codegen.fusion.compiled import compile_kernels
 from poptorch.runtime.jit.codegen.fusion.group import Group, Kind, row_strides
 from poptorch.runtime.jit.codegen.fusion.grouping import find_groups
 from poptorch.runtime.jit.codegen.fusion.window import WINDOWS, window_group
-from poptorch.runtime.jit.control_flow import REGION_OPS, control_statement
+from poptorch.runtime.jit.control_flow import REGION_OPS, control_statement, nested_ops
 from poptorch.runtime.jit.heap import keep_freed_memory
 from poptorch.runtime.jit.kernels import HELPERS, Kernel, kernel_of
 
@@ -92,6 +92,8 @@ class _Codegen:
             return names[v]
 
         self.position = {op.operation: index for index, op in enumerate(block.operations)}
+        for index, op in enumerate(block.operations):  # a loop body reads where its loop is
+            self.position.update((inner, index) for inner in nested_ops(op))
         self.links = self.chain_links(block)
         for link in self.links:  # a link's operands are read where its chain ends
             end = link
@@ -322,7 +324,7 @@ class _Codegen:
         still checks shapes at run time: leading replica axes are not in the types."""
         result = op.results[0].type if len(op.results) == 1 else None
         this = op.operation
-        if this not in self.position:  # in a region (`control_flow`)
+        if this.parent.name != "func.func":  # in a loop or branch (`control_flow`)
             return None
         here = self.position[this]
         for value in op.operands:

@@ -355,3 +355,24 @@ def test_cond_branches_must_return_matching_outputs():
                                              r"dtype torch.float32 but the else_body's has "
                                              r"shape \[1\]"):
         poptorch.inferenceModel(Model())(torch.tensor([True]), torch.ones(2))
+
+
+def test_for_loop_reading_values_of_a_fused_kernel():
+    # x1, x2 come from one fused elementwise kernel of the top block, whose last op is
+    # after the loop: the kernel must run before the loop that reads them
+    class Model(torch.nn.Module):
+        def forward(self, x, y):
+            x1 = torch.exp(x + 1)
+            x2 = x1 * 2
+            out = poptorch.for_loop(3, lambda a: [a * 0.5 + torch.sin(x2) * x1], [y])[0]
+            return out + x2
+
+    torch.manual_seed(4)
+    x, y = torch.randn(256, 256) * 0.1, torch.randn(256, 256)
+    x1 = torch.exp(x + 1)
+    x2, a = x1 * 2, y
+    for _ in range(3):
+        a = a * 0.5 + torch.sin(x2) * x1
+    executor = poptorch.inferenceModel(Model())
+    assert_close(executor(x, y), a + x2)
+    assert "fused_0(" in executor._compiled.program.source
