@@ -56,7 +56,11 @@ from poptorch._frontend import (
     upsample_modes,
 )
 from poptorch._frontend.annotations import capture_scope
-from poptorch._frontend.control_flow import ControlFlowImporter, drop_dynamo_marks
+from poptorch._frontend.control_flow import (
+    ControlFlowImporter,
+    body_module_path,
+    drop_dynamo_marks,
+)
 from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
 from poptorch._frontend.reduction_decompositions import reduction_decompositions
 from poptorch.errors import Error
@@ -399,7 +403,8 @@ class AnnotatingNodeImporter(ControlFlowImporter, GraphNodeImporter):
         entries = {k: v for k, v in custom.items() if k.startswith(ANNOTATION_PREFIX)}
         stack = node.meta.get("nn_module_stack") or {}
         if self.module_namescope and stack:
-            path = list(stack.values())[-1][0].removeprefix("model.").replace(".", "/")
+            path = body_module_path(list(stack.values())[-1][0]).removeprefix("model.") \
+                .replace(".", "/")
             scope = "/".join(filter(None, [entries.get("ipu.name_scope"), path]))
             if scope:
                 entries["ipu.name_scope"] = scope

@@ -23,6 +23,8 @@ location, so `ipu-import-annotations` places it like any op of the model.
 
 from __future__ import annotations
 
+import re
+
 import torch
 from torch_mlir import ir
 
@@ -155,3 +157,15 @@ def drop_dynamo_marks(gm: torch.fx.GraphModule) -> None:
             if custom:
                 for key in [k for k in custom if k.startswith("_torchdynamo_disable")]:
                     del custom[key]
+
+
+# How torch's tracing of a HOP body names a module the body reaches through closures:
+# L['args'][1].__closure__[0].cell_contents.(...).cell_contents.layer, the last cell
+# being the model (`self`)
+_CLOSURE_PATH = re.compile(r"^L\['args'\]\[\d+\](\.__closure__\[\d+\]\.cell_contents)+\.")
+
+
+def body_module_path(path: str) -> str:
+    """A module path from `nn_module_stack`, with the closure chain torch's tracing of a
+    for_loop or cond body puts before it removed (`layer`, as outside the body)."""
+    return _CLOSURE_PATH.sub("", path)
