@@ -51,7 +51,7 @@ class Loop(torch.nn.Module):
 # CHECK-DAG:     %[[UB:.*]] = arith.constant 1000 : index
 # CHECK-DAG:     %[[ST:.*]] = arith.constant 1 : index
 # CHECK:         %[[R:.*]]:2 = scf.for %{{.*}} = %[[LB]] to %[[UB]] step %[[ST]]
-# CHECK-SAME:      iter_args(%[[I:.*]] = %{{.*}}, %[[A:.*]] = %{{.*}})
+# CHECK-SAME:      iter_args(%{{[^ ]+}} = %{{[^ ]+}}, %{{[^ ]+}} = %{{[^ ]+}})
 # CHECK-SAME:      -> (tensor<i32>, tensor<2x4xf32>) {
 # CHECK:           %[[OUT:.*]]:2 = func.call @while_loop_body_graph_0(%{{.*}}, %{{.*}}, %[[W]])
 # CHECK:           scf.yield %{{.*}}, %{{.*}} : tensor<i32>, tensor<2x4xf32>
