@@ -42,6 +42,8 @@ _LAZY = {
     "ipu_print_tensor": "poptorch.ops",
     "recomputationCheckpoint": "poptorch.ops",
     "set_available_memory": "poptorch.ops",
+    "set_overlap_for_input": "poptorch._ops.overlap",
+    "set_overlap_for_output": "poptorch._ops.overlap",
     "ipuHardwareIsAvailable": "poptorch._executor.hardware",
     "ipuHardwareVersion": "poptorch._executor.hardware",
     "setLogLevel": "poptorch._logging",

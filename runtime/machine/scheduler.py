@@ -13,14 +13,14 @@ from poptorch.runtime.machine.events import COUNTERS, Event, HostStreams
 from poptorch.runtime.machine.tasks import ARG, Source, TaskGraph, TaskNode
 
 Epilogue = Sequence[tuple[str, str, int, int]]  # (kind, name, ipu, cycles) per step
+LOOPS = "overlap_device_iteration_loop"  # an overlap across steps as well as micro-batches
 
 
 class Scheduler:
     """List scheduling of the task order, step after step."""
 
-    def __init__(self, graph: TaskGraph, streams: HostStreams, overlap_io: bool,
-                 steps: int) -> None:
-        self.graph, self.streams, self.overlap_io = graph, streams, overlap_io
+    def __init__(self, graph: TaskGraph, streams: HostStreams, steps: int) -> None:
+        self.graph, self.streams, self.steps = graph, streams, steps
         self.free: dict[int, int] = defaultdict(int)  # IPU -> cycle it is free from
         self.link: dict[int, int] = defaultdict(int)  # IPU -> cycle its host link is free
         self.events: dict[int, list[Event]] = defaultdict(list)
@@ -36,12 +36,14 @@ class Scheduler:
         self.counters = {key: [[0] * iterations for _ in (
             streams.inputs if key.startswith("input") else streams.outputs)]
             for key in COUNTERS}
-        self.latest = 0  # end of the last event so far
+        self.latest = 0  # end of the last event so far that the next step waits for
         self.floor = 0  # no task starts before this barrier
 
-    def add(self, ipu: int, event: Event) -> None:
+    def add(self, ipu: int, event: Event, barrier: bool = True) -> None:
+        """Record `event`; with `barrier`, the next step (or phase) starts after it."""
         self.events[ipu].append(event)
-        self.latest = max(self.latest, event.end)
+        if barrier:
+            self.latest = max(self.latest, event.end)
 
     def idle_from(self, ipu: int) -> int:
         return max(self.free[ipu], self.floor)
@@ -74,19 +76,36 @@ class Scheduler:
 
     def host(self, kind: str, ipu: int, ready: int, nbytes: int, name: str, stream: int,
              step: int, mb: int) -> int:
-        """One host transfer on `ipu`'s link (and its tiles without IO tiles)."""
-        start = max(ready, self.link[ipu], self.floor,
-                    0 if self.overlap_io else self.free[ipu])
+        """One host transfer on `ipu`'s link: on its compute tiles (which it occupies),
+        or on its IO tiles for an overlapped stream (`HostStreams.overlapped`); a stream
+        overlapping the device iteration loop also crosses the step barrier."""
+        mode = self.streams.overlapped.get(name)
+        start = max(ready, self.link[ipu], self.floor if mode != LOOPS else 0,
+                    0 if mode else self.free[ipu])
         end = self.link[ipu] = start + self.graph.machine.host_cycles(nbytes)
-        if not self.overlap_io:
+        if not mode:
             self.free[ipu] = end
-        self.add(ipu, Event(kind, name, mb, start, end, step, stream=stream))
+        self.add(ipu, Event(kind, name, mb, start, end, step, stream=stream,
+                            tiles="io" if mode else "compute"), barrier=mode != LOOPS)
         return start
 
-    def load_inputs(self, step: int, call: TaskNode, mb: int) -> None:
+    def prefetch(self, step: int, call: TaskNode, mb: int) -> None:
+        """The IO tiles load the overlapped inputs of the iteration after `mb` while it
+        computes: the next micro-batch, or the next step's first one when the stream
+        overlaps the device iteration loop too."""
+        if mb + 1 < self.graph.micro_batches:
+            self.load_inputs(step, call, mb + 1, overlapped_only=True)
+        elif step + 1 < self.steps:
+            self.load_inputs(step + 1, call, 0, overlapped_only=True, mode=LOOPS)
+
+    def load_inputs(self, step: int, call: TaskNode, mb: int, overlapped_only: bool = False,
+                    mode: str | None = None) -> None:
         for arg in call.reads:
             if arg in self.streamed and (step, mb, arg) not in self.loaded:
                 n = self.streamed[arg]
+                overlap = self.streams.overlapped.get(self.streams.inputs[n][1])
+                if overlapped_only and (not overlap or (mode and overlap != mode)):
+                    continue
                 start = self.host("host_load", call.ipu, 0, self.graph.arg_bytes[arg],
                                   self.streams.inputs[n][1], n, step, mb)
                 self.loaded[step, mb, arg] = self.link[call.ipu]
@@ -109,8 +128,7 @@ class Scheduler:
     def task(self, step: int, k: int, mb: int) -> None:
         call = self.graph.calls[k]
         self.load_inputs(step, call, mb)
-        if self.overlap_io and mb + 1 < self.graph.micro_batches:
-            self.load_inputs(step, call, mb + 1)  # IO tiles prefetch the next micro-batch
+        self.prefetch(step, call, mb)
         inputs = [self.ready(s, step, mb, call.name) for s in call.inputs]
         start = max([self.idle_from(call.ipu), *(t for t in inputs if t is not None),
                      *(self.loaded[step, mb, a] for a in call.reads if a in self.streamed)])

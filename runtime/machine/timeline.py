@@ -24,9 +24,13 @@ Host I/O (`streams`): each streamed input of each micro-batch is a "host_load" o
 IPU of the first task reading it, before that task; each streamed output a
 "host_store" on the IPU holding it, once its producing tasks have finished. A transfer
 takes `host_cycles` (latency + bytes / host-link bandwidth), one at a time per IPU's
-link. Without IO tiles the transfers run on the compute tiles, so they also occupy the
-IPU; with `io_tiles` they overlap compute (Poplar's overlapped I/O): a task's inputs
-for the next micro-batch are loaded as soon as the link allows (double buffering).
+link. A stream runs on the compute tiles, so it also occupies the IPU, unless
+`streams.overlapped` names it (set_overlap_for_input/output, which need `io_tiles`):
+then it runs on the IO tiles and overlaps compute (Poplar's overlapped I/O, double
+buffering): a task's overlapped inputs for the next micro-batch are loaded while it
+computes ("overlap_accumulation_loop"), and for the next step's first micro-batch too
+("overlap_device_iteration_loop", whose transfers do not hold the step barrier).
+`io_tiles` are taken from every op's compute tiles either way.
 
 Barriers: a step starts when the previous one has ended (the pipeline fills and drains
 every step, as PopART's does around each weight update); the step's `epilogue` work
@@ -64,12 +68,22 @@ from poptorch.runtime.machine.scheduler import Epilogue, Scheduler, stash_bytes
 from poptorch.runtime.machine.system import GC200, Machine
 from poptorch.runtime.machine.tasks import TaskGraph
 
+OVERLAP_MODES = ("overlap_accumulation_loop", "overlap_device_iteration_loop")
+
 __all__ = ["COUNTERS", "Epilogue", "Event", "HostStreams", "Timeline", "simulate"]
 
 
 def _check(graph: TaskGraph, streams: HostStreams, proportions: dict[int, float],
-           epilogue: Epilogue) -> None:
-    """Stream indices, proportions and epilogue entries a caller got wrong."""
+           epilogue: Epilogue, io_tiles: int) -> None:
+    """Stream indices, overlaps, proportions and epilogue entries a caller got wrong."""
+    names = {name for _, name in (*streams.inputs, *streams.outputs)}
+    for name, mode in streams.overlapped.items():
+        if name not in names or mode not in OVERLAP_MODES:
+            raise Error(f"overlapped host stream '{name}' ({mode}) is not a stream or its "
+                        f"mode is not one of {', '.join(OVERLAP_MODES)}", type="runtime")
+        if not io_tiles:
+            raise Error(f"host stream '{name}' overlaps compute on the IO tiles, but there "
+                        "are none: give io_tiles", type="runtime")
     for what, entries, count in (("input", streams.inputs, len(graph.arg_bytes)),
                                  ("output", streams.outputs, len(graph.result_bytes))):
         for index, name in entries:
@@ -107,8 +121,8 @@ def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
     proportions = dict(proportions or {})
     machine.compute_tiles(io_tiles)
     graph = TaskGraph(module, machine, micro_batches, proportions, io_tiles, cost)
-    _check(graph, streams, proportions, epilogue)
-    run = Scheduler(graph, streams, io_tiles > 0, steps)
+    _check(graph, streams, proportions, epilogue, io_tiles)
+    run = Scheduler(graph, streams, steps)
     run.run(steps, epilogue)
     ipus = sorted({graph.calls[k].ipu for k, _ in graph.tasks})
     busy = {ipu: sum(e.end - e.start for e in run.events[ipu] if e.kind == "compute")
