@@ -248,12 +248,22 @@ def pvti_directory() -> str | None:
     return directory if str(enabled).lower() == "true" else None
 
 
+_tracing = False  # PVTI_OPTIONS enabled tracing when last read (`read_host_tracing`)
+
+
+def read_host_tracing() -> bool:
+    """Read `PVTI_OPTIONS` again (at the start of each compilation and call)."""
+    global _tracing
+    _tracing = pvti_directory() is not None
+    return _tracing
+
+
 def host_phase(name: str) -> contextlib.AbstractContextManager[None]:
     """One of PopTorch's host phases (capture, each compile step, JIT, weight upload, a
     call, its input preparation, each program run, its output copy) as a tracepoint of
-    the "poptorch" channel when `PVTI_OPTIONS` enables tracing; otherwise one shared
-    no-op context (an environment look-up, nothing recorded)."""
-    return _recorder.span(HOST_CHANNEL, name) if pvti_directory() is not None else _OFF
+    the "poptorch" channel when `PVTI_OPTIONS` enabled tracing when last read; otherwise
+    one shared no-op context (a flag test, nothing recorded)."""
+    return _recorder.span(HOST_CHANNEL, name) if _tracing else _OFF
 
 
 class TracedProgress(CompileProgress):
@@ -263,7 +273,7 @@ class TracedProgress(CompileProgress):
 
     def __init__(self, show: bool, total: int) -> None:
         super().__init__(show, total)
-        self.enabled = pvti_directory() is not None
+        self.enabled = read_host_tracing()
         self.open: list[contextlib.AbstractContextManager[None]] = []
         self._enter("compile")
 

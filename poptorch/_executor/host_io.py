@@ -90,6 +90,7 @@ def check_options(options: Options, training: bool, names: list[str]) -> None:
 def traced(run: Callable[[list[Any]], Any], flat: list[Any]) -> Callable[[], Any]:
     """`run(flat)` as one "call" host phase (PVTI_OPTIONS)."""
     def call() -> Any:
+        profiling.read_host_tracing()
         with profiling.host_phase("call"):
             return run(flat)
     return call
