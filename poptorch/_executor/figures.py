@@ -158,7 +158,8 @@ def timeline_of(module: ir.Module, machine: Machine, captured: Any, options: Opt
         streams=host_io.overlapped(module, streams_of(captured, training, results), options,
                                    training),
         proportions=options.available_memory_proportion,
-        io_tiles=options.TensorLocations.num_io_tiles, epilogue=epilogue, cost=cost)
+        io_tiles=options.TensorLocations.num_io_tiles, epilogue=epilogue, cost=cost,
+        io_streaming=host_io.io_streaming(options))
 
 
 class MachineFigures:

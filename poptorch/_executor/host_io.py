@@ -127,3 +127,33 @@ def finish(per_step: list[list[np.ndarray]], options: Options, flat: list[Any],
         outputs = [batches.combine([it[i] for it in per_step], options, training)
                    for i in range(len(updated), stop)]
         return outputs, updates
+
+
+# TensorLocations' classes and the Streaming Memory transfers of the timeline each
+# setting moves to the IO tiles (runtime.machine.scheduler.STREAMING); optimizer state
+# and accumulators have none (the timeline streams neither).
+_STREAMED = {"weight_location": ("weight_load", None),
+             "activation_location": ("activation_load", "activation_store"),
+             "optimizer_location": (None, None), "accumulator_location": (None, None)}
+
+
+def io_streaming(options: Options) -> frozenset[str]:
+    """The Streaming Memory transfers `useIOTilesToLoad` / `useIOTilesToStore` of each
+    tensor class move to the IO tiles; PopTorch's error without IO tiles."""
+    locations = options.TensorLocations
+    kinds, settings = set(), []
+    for attribute, (load, store) in _STREAMED.items():
+        location = getattr(locations, attribute)
+        for flag, kind, method in ((location and location.use_io_tiles_to_load, load,
+                                    "useIOTilesToLoad"),
+                                   (location and location.use_io_tiles_to_store, store,
+                                    "useIOTilesToStore")):
+            if flag:
+                settings.append(f"{attribute}: {method}(True)")
+                if kind:
+                    kinds.add(kind)
+    if settings and not locations.num_io_tiles:
+        raise Error("No IO tiles allocated. You must allocate at least 32 IO tiles using "
+                    "poptorch.Options().TensorLocations.numIOTiles. "
+                    f"({', '.join(settings)})", type="options")
+    return frozenset(kinds)

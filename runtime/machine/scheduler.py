@@ -14,13 +14,18 @@ from poptorch.runtime.machine.tasks import ARG, Source, TaskGraph, TaskNode
 
 Epilogue = Sequence[tuple[str, str, int, int]]  # (kind, name, ipu, cycles) per step
 LOOPS = "overlap_device_iteration_loop"  # an overlap across steps as well as micro-batches
+# Streaming Memory transfers that TensorLocations' useIOTilesToLoad / useIOTilesToStore
+# can move to the IO tiles: loads of @main's arguments (weights), of activations, stores
+STREAMING = ("weight_load", "activation_load", "activation_store")
 
 
 class Scheduler:
     """List scheduling of the task order, step after step."""
 
-    def __init__(self, graph: TaskGraph, streams: HostStreams, steps: int) -> None:
+    def __init__(self, graph: TaskGraph, streams: HostStreams, steps: int,
+                 io_streaming: frozenset[str] = frozenset()) -> None:
         self.graph, self.streams, self.steps = graph, streams, steps
+        self.io_streaming = io_streaming  # STREAMING kinds that run on the IO tiles
         self.free: dict[int, int] = defaultdict(int)  # IPU -> cycle it is free from
         self.link: dict[int, int] = defaultdict(int)  # IPU -> cycle its host link is free
         self.events: dict[int, list[Event]] = defaultdict(list)
@@ -38,6 +43,8 @@ class Scheduler:
             for key in COUNTERS}
         self.latest = 0  # end of the last event so far that the next step waits for
         self.floor = 0  # no task starts before this barrier
+        self.previous = 0  # the barrier before it (IO tiles prefetch weights from there)
+        self.streaming: dict[int, int] = defaultdict(int)  # IPU -> IO tiles' channel free
 
     def add(self, ipu: int, event: Event, barrier: bool = True) -> None:
         """Record `event`; with `barrier`, the next step (or phase) starts after it."""
@@ -62,11 +69,25 @@ class Scheduler:
                 raise Error(f"ipu.tasks runs @{consumer} on micro-batch {mb} before "
                             f"@{node.name}, which computes its operand", type="runtime")
             time = self.finish[step, node.call, mb]
-        elif node.kind in ("copy", "remote_load"):
+        elif node.kind == "copy":
             base = self.ready(node.inputs[0], step, mb, consumer)
             start = self.idle_from(node.ipu) if base is None else base
             time = start + node.cycles
             self.add(node.ipu, Event(node.kind, consumer, mb, start, time, step))
+        elif node.kind == "remote_load":
+            base = self.ready(node.inputs[0], step, mb, consumer)
+            what = "weight_load" if node.inputs[0][0] == ARG else "activation_load"
+            io = what in self.io_streaming
+            if io:  # one transfer at a time; a weight as early as the barrier before
+                start = max(self.streaming[node.ipu], self.previous if base is None
+                            else max(base, self.floor))
+                self.streaming[node.ipu] = start + node.cycles
+            else:  # the compute tiles run the load: no compute meanwhile
+                start = max(self.idle_from(node.ipu), base or 0)
+                self.free[node.ipu] = start + node.cycles
+            time = start + node.cycles
+            self.add(node.ipu, Event(node.kind, consumer, mb, start, time, step,
+                                     tiles="io" if io else "compute"))
         else:
             times = [t for s in node.inputs if (t := self.ready(s, step, mb, consumer))
                      is not None]
@@ -155,9 +176,16 @@ class Scheduler:
     def store(self, s: int, step: int, mb: int, name: str) -> None:
         node = self.graph.stores[s]
         ready = self.ready(node.inputs[0], step, mb, name)
-        start = max(self.idle_from(node.ipu), ready or 0)
-        self.free[node.ipu] = end = start + node.cycles
-        self.add(node.ipu, Event("remote_store", name, mb, start, end, step))
+        io = "activation_store" in self.io_streaming
+        start = max(self.streaming[node.ipu] if io else self.idle_from(node.ipu),
+                    ready or 0, self.floor)
+        end = start + node.cycles
+        if io:
+            self.streaming[node.ipu] = end
+        else:  # the compute tiles run the store: no compute meanwhile
+            self.free[node.ipu] = end
+        self.add(node.ipu, Event("remote_store", name, mb, start, end, step,
+                                 tiles="io" if io else "compute"))
 
     def run(self, steps: int, epilogue: Epilogue) -> None:
         """Each step starts when the previous one (and its epilogue) has ended; "sharded"
@@ -165,13 +193,13 @@ class Scheduler:
         ended."""
         tasks, schedule = self.graph.tasks, self.graph.schedule
         for step in range(steps):
-            self.floor = self.latest
+            self.floor = self.previous = self.latest
             started: set[int] = set()
             phase = None
             for k, mb in tasks:
                 call = self.graph.calls[k]
                 if schedule == "sharded" or (schedule == "phased" and call.phase != phase):
-                    self.floor = self.latest
+                    self.previous, self.floor = self.floor, self.latest
                 phase = call.phase
                 if mb not in started:  # stores of host data: before the micro-batch's tasks
                     started.add(mb)

@@ -18,7 +18,13 @@ the same micro-batch has finished and any `ipu.copy` (`link_cycles`) or
 `ipu.remote_load` (`streaming_cycles`) on the way has arrived; a load or copy of data no
 task produces (weights, inputs) starts when the receiving IPU is free. It lasts the
 sum of `op_cost` of the stage function's ops (per IPU available memory proportion and
-IO tiles). An `ipu.remote_store` occupies its IPU as soon as its producers have finished.
+IO tiles). An `ipu.remote_store` starts as soon as its producers have finished. Streaming
+Memory transfers run on the compute tiles, which they occupy (a load also waits for
+them to be free), unless `io_streaming` moves them to the IO tiles (TensorLocations'
+useIOTilesToLoad / useIOTilesToStore): then they overlap compute, one at a time per
+IPU's IO tiles, waiting only for their data and the step (or phase) barrier; a weight
+(an @main argument) is loaded from the barrier before (prefetched during the previous
+phase's compute).
 
 Host I/O (`streams`): each streamed input of each micro-batch is a "host_load" on the
 IPU of the first task reading it, before that task; each streamed output a
@@ -57,14 +63,14 @@ scheduling and the stash); this module checks the caller's arguments and runs th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from torch_mlir import ir
 
 from poptorch.errors import Error
 from poptorch.runtime.machine.cost import OpCost, op_cost
 from poptorch.runtime.machine.events import COUNTERS, Event, HostStreams, Timeline
-from poptorch.runtime.machine.scheduler import Epilogue, Scheduler, stash_bytes
+from poptorch.runtime.machine.scheduler import STREAMING, Epilogue, Scheduler, stash_bytes
 from poptorch.runtime.machine.system import GC200, Machine
 from poptorch.runtime.machine.tasks import TaskGraph
 
@@ -103,7 +109,8 @@ def _check(graph: TaskGraph, streams: HostStreams, proportions: dict[int, float]
 def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
              micro_batches: int = 1, streams: HostStreams | None = None,
              proportions: dict[int, float] | None = None, io_tiles: int = 0,
-             epilogue: Epilogue = (), cost: Callable[..., OpCost] = op_cost) -> Timeline:
+             epilogue: Epilogue = (), cost: Callable[..., OpCost] = op_cost,
+             io_streaming: Collection[str] = ()) -> Timeline:
     """The per-IPU timeline of `steps` runs of @main's task order (see module docstring).
 
     `micro_batches`: runs of @main a step when it has no `ipu.tasks` (with tasks, the
@@ -111,7 +118,10 @@ def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
     `proportions`: available memory proportion per IPU (default 0.6). `io_tiles`: tiles
     per IPU kept for I/O, which overlaps compute when there are any. `epilogue`:
     (kind, name, ipu, cycles) of the work after each step's tasks. `cost`: `op_cost`, or
-    a `CostMemo` shared with other analyses of the module.
+    a `CostMemo` shared with other analyses of the module. `io_streaming`: the Streaming
+    Memory transfers (`STREAMING`: "weight_load", "activation_load",
+    "activation_store") the IO tiles run, overlapping compute; the others occupy the
+    compute tiles.
     """
     if steps < 1:
         raise Error(f"steps must be at least 1, got {steps}", type="runtime")
@@ -122,7 +132,11 @@ def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
     machine.compute_tiles(io_tiles)
     graph = TaskGraph(module, machine, micro_batches, proportions, io_tiles, cost)
     _check(graph, streams, proportions, epilogue, io_tiles)
-    run = Scheduler(graph, streams, steps)
+    unknown = sorted(set(io_streaming) - set(STREAMING))
+    if unknown or (io_streaming and not io_tiles):
+        raise Error(f"io_streaming takes {', '.join(STREAMING)} and needs io_tiles, got "
+                    f"{sorted(io_streaming)} with {io_tiles} IO tiles", type="runtime")
+    run = Scheduler(graph, streams, steps, frozenset(io_streaming))
     run.run(steps, epilogue)
     ipus = sorted({graph.calls[k].ipu for k, _ in graph.tasks})
     busy = {ipu: sum(e.end - e.start for e in run.events[ipu] if e.kind == "compute")

@@ -210,3 +210,59 @@ def test_errors_of_misuse():
     with pytest.raises(poptorch.Error, match=r"^.*test_overlapped_io.py:\d+: poptorch.set_overlap"
                        r"_for_output cannot be used with a tensor that is returned twice"):
         poptorch.inferenceModel(ReturnedTwice(), options(iterations=1))(torch.ones(2))
+
+
+class Phased(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(256, 256) for _ in range(3))
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            with poptorch.Block(f"b{i}"):
+                x = torch.relu(layer(x))
+        return x
+
+
+def phased(io: bool, x: torch.Tensor):
+    torch.manual_seed(3)
+    model = Phased()
+    opts = poptorch.Options()
+    opts.setExecutionStrategy(poptorch.SerialPhasedExecution(
+        *[poptorch.Stage(f"b{i}") for i in range(3)]).setTensorsLiveness(
+        poptorch.Liveness.OffChipAfterEachPhase))
+    if io:
+        opts.TensorLocations.numIOTiles(64)
+        opts.TensorLocations.setWeightLocation(
+            poptorch.TensorLocationSettings().useOnChipStorage(False).useIOTilesToLoad(True))
+        opts.TensorLocations.setActivationLocation(
+            poptorch.TensorLocationSettings().useIOTilesToLoad(True).useIOTilesToStore(True))
+    ipu = poptorch.inferenceModel(model, opts)
+    assert_close(ipu(x), model(x), rtol=1e-4, atol=1e-4)
+    return ipu.getTimeline()
+
+
+def test_io_tiles_load_and_store_streaming_memory():
+    x = torch.randn(2048, 256)
+    before, after = phased(False, x), phased(True, x)
+    streaming = ("remote_load", "remote_store")
+    assert {e.tiles for e in before.events[0] if e.kind in streaming} == {"compute"}
+    assert {e.tiles for e in after.events[0] if e.kind in streaming} == {"io"}
+    compute = [e for e in after.events[0] if e.kind == "compute"]
+    # off the compute tiles, phase 0's activations are stored while phase 1's weights
+    # load... and a weight of phase 0 loads while the input arrives
+    assert any(s.start < c.end and c.start < s.end for s in after.events[0]
+               if s.kind in streaming for c in compute + host_events(after, "host_load"))
+    assert not any(s.start < c.end and c.start < s.end for s in before.events[0]
+                   if s.kind in streaming for c in host_events(before, "compute"))
+    assert after.total_cycles < before.total_cycles
+
+
+def test_io_tiles_to_load_without_io_tiles_is_an_error():
+    opts = options(None, 1)
+    opts.TensorLocations.setActivationLocation(
+        poptorch.TensorLocationSettings().useIOTilesToStore(True))
+    with pytest.raises(poptorch.Error, match=r"^No IO tiles allocated. You must allocate at "
+                       r"least 32 IO tiles using poptorch.Options\(\).TensorLocations."
+                       r"numIOTiles. \(activation_location: useIOTilesToStore\(True\)\)$"):
+        poptorch.inferenceModel(Scale(), opts)(torch.ones(2, 4))
