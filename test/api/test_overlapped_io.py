@@ -5,6 +5,7 @@ run on the IO tiles on the timeline, overlapping compute, and PopTorch's errors.
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import torch
@@ -266,3 +267,19 @@ def test_io_tiles_to_load_without_io_tiles_is_an_error():
                        r"least 32 IO tiles using poptorch.Options\(\).TensorLocations."
                        r"numIOTiles. \(activation_location: useIOTilesToStore\(True\)\)$"):
         poptorch.inferenceModel(Scale(), opts)(torch.ones(2, 4))
+
+
+def test_io_tile_transfers_have_their_own_track_in_the_profile(tmp_path):
+    opts = options(iterations=2).enableProfiling(str(tmp_path)).modelName("overlap")
+    model = poptorch.inferenceModel(Scale(ACC), opts)
+    model(torch.randn(8, 64))
+    model.destroy()
+    with open(tmp_path / "overlap" / "profile.json") as file:
+        events = json.load(file)["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in events
+               if e.get("name") == "thread_name" and e["pid"] == 1}
+    loads = [e for e in events if e.get("cat") == "host_load"]
+    stores = [e for e in events if e.get("cat") == "host_store"]
+    assert {threads[e["tid"]] for e in loads} == {"Host I/O (IO tiles)"}
+    assert {e["args"]["tiles"] for e in loads} == {"io"}
+    assert {threads[e["tid"]] for e in stores} == {"Host I/O"}  # output0 is not marked
