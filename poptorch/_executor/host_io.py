@@ -11,8 +11,9 @@ output mode All or Sum.
 Synthetic data (PopART's syntheticDataMode RandomNormal, which PopTorch's
 `enableSyntheticData(True)` selects): nothing crosses the host link. Each input the
 program reads is drawn on the device from a standard normal distribution (in the
-input's dtype: integers and booleans as the normal draw cast, as a cast of
-RandomNormal's data would give; seeded by the model's random seed), and no output is
+input's dtype, seeded by the model's random seed; integer and boolean inputs, which
+PopART's normal draws do not cover, are zeros, so that indices and labels stay valid),
+and no output is
 streamed back: the host's output tensors keep the contents they were allocated with,
 which here are zeros (PopTorch's are uninitialised memory). Weights are uploaded and
 read back as usual, so a training model still trains, on the random data. The timeline
@@ -98,14 +99,15 @@ def traced(run: Callable[[list[Any]], Any], flat: list[Any]) -> Callable[[], Any
 
 def prepare(flat: list[Any], options: Options, steps: int, seed: int) -> list[Any]:
     """A call's inputs as (steps, replicas, micro-batch, ...) arrays (`batches`), or with
-    synthetic data standard normal draws of their shapes and dtypes, seeded by `seed`:
-    the same every call, as PopART fills its synthetic streams once."""
+    synthetic data standard normal draws of their shapes and dtypes (zeros for integers
+    and booleans), seeded by `seed`: the same every call."""
     with profiling.host_phase("input preparation"):
         inputs = batches.stacked_inputs(flat, options, steps)
         if not options.synthetic_data:
             return inputs
         rng = np.random.default_rng(seed)
-        return [rng.standard_normal(v.shape, dtype=np.float32).astype(v.dtype)
+        return [(rng.standard_normal(v.shape, dtype=np.float32).astype(v.dtype)
+                 if np.issubdtype(v.dtype, np.floating) else np.zeros_like(v))
                 if isinstance(v, np.ndarray) else v for v in inputs]
 
 

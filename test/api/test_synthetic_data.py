@@ -95,3 +95,26 @@ def test_training_trains_on_the_draws():
     assert np.array_equal(synthetic, again)  # seeded by the model's random seed
     assert not np.array_equal(synthetic, other)
     assert not np.array_equal(synthetic, real)
+
+
+class Lookup(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(10, 3)
+        self.register_buffer("seen", torch.zeros(()))
+
+    def forward(self, ids):
+        self.seen.copy_(ids.float().sum())
+        return self.embedding(ids)
+
+
+def test_integer_inputs_read_zeros_with_replicas():
+    """Indices and labels stay valid: integer inputs read as zeros (normal draws for floats
+    only), here an embedding lookup on 2 replicas."""
+    opts = poptorch.Options().replicationFactor(2).deviceIterations(2).broadcastBuffers(False)
+    opts.enableSyntheticData(True)
+    model = poptorch.inferenceModel(Lookup(), opts)
+    out = model(torch.full((8, 5), 9))
+    assert out.shape == (8, 5, 3) and not out.any()
+    model.copyWeightsToHost()
+    assert model.model.seen.item() == 0.0  # the host's 9s never reached the device
