@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from poptorch.dialects.types import Unsupported
+
 from .conversion.common import Builder
 from .registry import Pass, register
 
@@ -78,7 +80,7 @@ class MarkOverlappedIO(Pass):
     def mode(self, op: ir.Operation) -> int:
         try:
             mode = Builder(op).scalar(op.operands[1])
-        except Exception:
+        except Unsupported:  # not a constant
             mode = None
         if mode not in (0, *MODES):
             raise self.error(op, f"the overlap mode of {op.attributes['name'].value} must "
