@@ -44,6 +44,8 @@ _LAZY = {
     "set_available_memory": "poptorch.ops",
     "for_loop": "poptorch._ops.control_flow",
     "cond": "poptorch._ops.control_flow",
+    "set_overlap_for_input": "poptorch._ops.overlap",
+    "set_overlap_for_output": "poptorch._ops.overlap",
     "ipuHardwareIsAvailable": "poptorch._executor.hardware",
     "ipuHardwareVersion": "poptorch._executor.hardware",
     "setLogLevel": "poptorch._logging",

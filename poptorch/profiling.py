@@ -14,6 +14,11 @@ Times are wall-clock nanoseconds (`time.time_ns()` at import plus the monotonic
 `time.perf_counter_ns()` elapsed since, so spans nest exactly even if the clock is
 adjusted).
 
+Host tracing: with `PVTI_OPTIONS='{"enable":"true","directory":"..."}'` (the variable
+PopTorch's libpvti reads), PopTorch's own host phases are tracepoints of the "poptorch"
+channel (`host_phase`, `TracedProgress`), written with the device timeline in the
+profile report. Off, a phase is one shared no-op context manager.
+
 `profile_settings` decides whether a run writes a report and where: from
 `Options.enableProfiling(dir)` and the `POPLAR_ENGINE_OPTIONS` environment variable
 (Poplar's engine options as a JSON object, values as strings such as "true"), whose
@@ -31,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from poptorch._logging import CompileProgress
 from poptorch.errors import Error
 
 __all__ = ["Channel", "profile_settings"]
@@ -182,19 +188,114 @@ def profile_settings(profile_dir: str | None, model_name: str | None,
     "" or "." for the current directory. `POPLAR_ENGINE_OPTIONS` takes precedence:
     "autoReport.outputExecutionProfile", else "autoReport.all", turns the report on or off,
     "autoReport.directory" chooses the directory (default: `profile_dir`, else the current
-    directory, spec 4.11.2). The report is named `model_name` (`Options.modelName`) or
+    directory, spec 4.11.2). Host tracing (`PVTI_OPTIONS`, `pvti_directory`) turns the
+    report on too, in its directory when neither chooses one, so that the host phases
+    are written with the device timeline. The report is named `model_name` (`Options.modelName`) or
     `default_name` ("inference" or "training"), spec 11.1 modelName.
     """
     options = _engine_options()
     enabled = _engine_flag(options, "autoReport.outputExecutionProfile")
     if enabled is None:
         enabled = _engine_flag(options, "autoReport.all")
+    traced = pvti_directory()  # host tracing writes the trace there, with the device's
     if enabled is None:
-        enabled = profile_dir is not None
+        enabled = profile_dir is not None or traced is not None
     if not enabled:
         return None
-    directory = options.get("autoReport.directory", profile_dir)
+    directory = options.get("autoReport.directory", profile_dir or traced)
     if directory is not None and not isinstance(directory, str):
         raise Error(f'{ENGINE_OPTIONS} sets "autoReport.directory" to '
                     f"{json.dumps(directory)}; use a path string", type="options")
     return directory or ".", model_name or default_name
+
+
+# ---- PopTorch's own host phases as tracepoints (PVTI_OPTIONS) --------------------------
+PVTI_OPTIONS = "PVTI_OPTIONS"
+HOST_CHANNEL = "poptorch"  # the channel of PopTorch's own tracepoints (libpvti's)
+_PVTI_KEYS = ("enable", "directory")
+_OFF = contextlib.nullcontext()
+
+
+def pvti_directory() -> str | None:
+    """Where host tracing writes its trace, from `PVTI_OPTIONS` (libpvti's JSON object,
+    as PopTorch documents it: '{"enable":"true","directory":"..."}'); None when it is
+    unset or "enable" is not "true". The directory defaults to the current one."""
+    text = os.environ.get(PVTI_OPTIONS, "").strip()
+    if not text:
+        return None
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise Error(f"{PVTI_OPTIONS} is not valid JSON ({error.msg} at character "
+                    f"{error.pos}): {text!r}; set it to a JSON object such as "
+                    '\'{"enable":"true","directory":"traces"}\'', type="options") from None
+    if not isinstance(options, dict):
+        raise Error(f"{PVTI_OPTIONS} must be a JSON object, got {text!r}; for example "
+                    '\'{"enable":"true"}\'', type="options")
+    unknown = sorted(set(options) - set(_PVTI_KEYS))
+    if unknown:
+        raise Error(f"{PVTI_OPTIONS} sets {', '.join(map(json.dumps, unknown))}, which host "
+                    f"tracing does not know; its options are {', '.join(_PVTI_KEYS)}",
+                    type="options")
+    directory = options.get("directory", ".")
+    if not isinstance(directory, str) or not directory:
+        raise Error(f'{PVTI_OPTIONS} sets "directory" to {json.dumps(directory)}; use a '
+                    "path string", type="options")
+    enabled = options.get("enable", "false")
+    if not (isinstance(enabled, bool) or str(enabled).lower() in ("true", "false")):
+        raise Error(f'{PVTI_OPTIONS} sets "enable" to {json.dumps(enabled)}; use "true" or '
+                    '"false"', type="options")
+    return directory if str(enabled).lower() == "true" else None
+
+
+_tracing = False  # PVTI_OPTIONS enabled tracing when last read (`read_host_tracing`)
+
+
+def read_host_tracing() -> bool:
+    """Read `PVTI_OPTIONS` again (at the start of each compilation and call)."""
+    global _tracing
+    _tracing = pvti_directory() is not None
+    return _tracing
+
+
+def host_phase(name: str) -> contextlib.AbstractContextManager[None]:
+    """One of PopTorch's host phases (capture, each compile step, JIT, weight upload, a
+    call, its input preparation, each program run, its output copy) as a tracepoint of
+    the "poptorch" channel when `PVTI_OPTIONS` enabled tracing when last read; otherwise
+    one shared no-op context (a flag test, nothing recorded)."""
+    return _recorder.span(HOST_CHANNEL, name) if _tracing else _OFF
+
+
+class TracedProgress(CompileProgress):
+    """The compile progress bar whose steps (capture, import, each pipeline step, JIT,
+    machine model) are also host phases, under one "compile" phase from its creation to
+    `close`."""
+
+    def __init__(self, show: bool, total: int) -> None:
+        super().__init__(show, total)
+        self.enabled = read_host_tracing()
+        self.open: list[contextlib.AbstractContextManager[None]] = []
+        self._enter("compile")
+
+    def _enter(self, name: str) -> None:
+        if self.enabled:
+            phase = _recorder.span(HOST_CHANNEL, name)
+            phase.__enter__()
+            self.open.append(phase)
+
+    def _exit(self, keep: int) -> None:
+        while len(self.open) > keep:
+            self.open.pop().__exit__(None, None, None)
+
+    def start(self, name: str) -> None:
+        super().start(name)
+        self._exit(1)
+        self._enter(name)
+
+    def done(self) -> None:
+        self._exit(1)
+        super().done()
+
+    def close(self) -> None:
+        self._exit(0)
+        super().close()

@@ -31,6 +31,7 @@ from poptorch.runtime.machine.memory import MemoryEstimate
 from poptorch.runtime.machine.timeline import Timeline
 
 PIPELINE = (
+    "ipu-mark-overlapped-io",
     "ipu-convert-poptorch-ops",
     "ipu-check-torch-ops",
     # Kept whole for the ipu lowerings: torch-mlir's decomposition of adaptive_max_pool2d

@@ -17,12 +17,13 @@ import numpy as np
 import torch
 from torch.utils import _pytree as pytree
 
-from poptorch import _logging
+from poptorch import _logging, profiling
 from poptorch._compiler import cache, driver
 from poptorch._executor import batches, input_check, input_updates, persistence, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.device import DeviceLease
 from poptorch._executor.figures import MachineFigures
+from poptorch._executor.host_io import finish, prepare, traced
 from poptorch._executor.model_copy import (
     freeze_tensor_attributes,
     host_tensor,
@@ -165,7 +166,7 @@ class PoplarExecutor(user_api.ExecutorExtras):
                 cache_dir, self._training, opts, self._groupings, model, m_args, m_kwargs)
             # capture, import, the pipeline's steps, the JIT and the machine model
             total = 2 if compiled else 4 + len(driver.PIPELINE) + len(multi_ipu)
-            progress = _logging.CompileProgress(opts.show_compilation_progress_bar, total)
+            progress = profiling.TracedProgress(opts.show_compilation_progress_bar, total)
             try:
                 if compiled is None:
                     progress.start("capture")
@@ -395,7 +396,7 @@ class PoplarExecutor(user_api.ExecutorExtras):
         self._before_run()
         # one call; if it fails mid-run the device state is put back as it was before
         result, updates = self._device.run(self._steps(), self._name(),
-                                           lambda: self._run(flat), self._snapshot,
+                                           traced(self._run, flat), self._snapshot,
                                            self._restore)
         input_updates.write_back(flat, self._compiled.captured.mutated_inputs, updates)
         self._figures.ran(self._compiled, self._options,
@@ -436,7 +437,8 @@ class PoplarExecutor(user_api.ExecutorExtras):
         # IEEE results as the device gives them (inf, nan), without NumPy's warnings;
         # floating-point exceptions are an option of their own (Precision).
         program = self._main_program()
-        with device_random(self._random, replicas), np.errstate(all="ignore"):
+        with device_random(self._random, replicas), np.errstate(all="ignore"), \
+                profiling.host_phase("run"):
             results = program.run(*args)
         n_mut = len(captured.mutated_buffers)
         self._device_weights.store_buffers(
@@ -454,13 +456,11 @@ class PoplarExecutor(user_api.ExecutorExtras):
 
     def _run(self, flat: list[Any]) -> tuple[Any, list[np.ndarray]]:
         """The call's outputs and the new values of the inputs it updates in place."""
-        inputs = batches.stacked_inputs(flat, self._options, self._steps())
+        inputs = prepare(flat, self._options, self._steps(), self._seed)
         per_step = [self._step(inputs, d) for d in range(self._steps())]
-        updated = self._compiled.captured.mutated_inputs
-        outputs = [batches.combine([it[i] for it in per_step], self._options, self._training)
-                   for i in range(len(updated), len(per_step[0]))] if per_step else []
-        return (self._compiled.captured.outputs(outputs),
-                input_updates.combine(per_step, self._options, flat, updated))
+        outputs, updates = finish(per_step, self._options, flat,
+                                  self._compiled.captured.mutated_inputs, False)
+        return self._compiled.captured.outputs(outputs), updates
 
     # ---- the machine model's figures (`MachineFigures`) ----------------------------------
     def _compiled_for(self, what: str) -> driver.Compiled:

@@ -31,6 +31,7 @@ from torch_mlir import ir
 
 from poptorch import _logging, profiling
 from poptorch._compiler.driver import Compiled
+from poptorch._executor import host_io
 from poptorch.dialects.placement import symbol_table
 from poptorch.errors import Error
 from poptorch.options import Options
@@ -154,9 +155,11 @@ def timeline_of(module: ir.Module, machine: Machine, captured: Any, options: Opt
         module, options.device_iterations if training else 1, machine,
         micro_batches=(options.Training.gradient_accumulation if training
                        else options.device_iterations),
-        streams=streams_of(captured, training, results),
+        streams=host_io.overlapped(module, streams_of(captured, training, results), options,
+                                   training),
         proportions=options.available_memory_proportion,
-        io_tiles=options.TensorLocations.num_io_tiles, epilogue=epilogue, cost=cost)
+        io_tiles=options.TensorLocations.num_io_tiles, epilogue=epilogue, cost=cost,
+        io_streaming=host_io.io_streaming(options))
 
 
 class MachineFigures:

@@ -28,7 +28,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 
 from poptorch._compiler.optimizer_program import GLOBAL, OptimizerSpec, describe
-from poptorch._executor import batches, figures, input_updates, trainers, user_api
+from poptorch._executor import figures, host_io, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.executor import PoplarExecutor
 from poptorch._frontend import joint
@@ -379,7 +379,7 @@ class TrainingExecutor(PoplarExecutor):
 
     def _run(self, flat: list[Any]):
         captured = self._compiled.captured
-        inputs = batches.stacked_inputs(flat, self._options, self._steps())
+        inputs = host_io.prepare(flat, self._options, self._steps(), self._seed)
         accumulation = self._accumulation()
         updated = captured.mutated_inputs
         # a step's results: the updated inputs, the outputs, the gradients
@@ -403,12 +403,11 @@ class TrainingExecutor(PoplarExecutor):
             if mean and post:
                 total = [t / accumulation for t in total]
             self._apply(total)
-        outputs = [batches.combine([step[i] for step in per_step], self._options, True)
-                   for i in range(len(updated), n_forward)]
+        outputs, updates = host_io.finish(per_step, self._options, flat, updated, True,
+                                          n_forward)
         leaves = outputs[1:]
         leaves.insert(captured.loss_leaf, outputs[0])
-        return (pytree.tree_unflatten(leaves, captured.out_spec),
-                input_updates.combine(per_step, self._options, flat, updated))
+        return pytree.tree_unflatten(leaves, captured.out_spec), updates
 
     def _apply(self, grads: list[np.ndarray]) -> None:
         """Reduce gradients over replicas and run the optimizer step. A replica-grouped

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from poptorch import profiling
 from poptorch._executor import replica_grouping as grouping
 
 
@@ -48,9 +49,10 @@ class DeviceWeights:
     def upload(self, hosts: Iterable[tuple[str, torch.Tensor]],
                groupings: Mapping[str, grouping.ReplicaGrouping]) -> None:
         """Upload every (name, host tensor) of `hosts`; the device's buffers are the
-        host's again."""
-        for name, tensor in hosts:
-            self._put(name, tensor, groupings)
+        host's again (a "weight upload" host phase, PVTI_OPTIONS)."""
+        with profiling.host_phase("weight upload"):
+            for name, tensor in hosts:
+                self._put(name, tensor, groupings)
         self.buffers_dirty = False
 
     def upload_some(self, hosts: Iterable[tuple[str, torch.Tensor]],
@@ -86,8 +88,8 @@ class DeviceWeights:
         """Write the device arrays into the host: the replica-grouped parameters of
         `model` as their VariableRetrievalMode asks (`replica_grouping.write_to_host`),
         then each (name, host tensor) of `hosts` (replica 0's value of a per-replica
-        array). The host is then up to date."""
-        with torch.no_grad():
+        array). The host is then up to date ("weight download" host phase)."""
+        with torch.no_grad(), profiling.host_phase("weight download"):
             grouping.write_to_host(model, groupings, self.arrays)
             for name, host in hosts:
                 value = self.arrays[name]

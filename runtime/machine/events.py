@@ -15,7 +15,8 @@ class Event:
     """One interval on one IPU. `name` is the stage function computing (compute), storing
     (remote_store) or receiving (copy, remote_load) the data, the stream's name (host_load,
     host_store) or the epilogue work's. Copies and loads use the links, not the tiles: they
-    may overlap compute events of the same IPU. `micro_batch` is None for per-step work;
+    may overlap compute events of the same IPU, as do transfers on the IO tiles
+    (`tiles` = "io"). `micro_batch` is None for per-step work;
     `breakdown` splits a compute event into compute / exchange / sync cycles."""
 
     kind: str
@@ -27,16 +28,21 @@ class Event:
     stage: int | None = None
     phase: int | None = None
     stream: int | None = None
+    tiles: str | None = None  # a host or streaming transfer's tiles: "compute" or "io"
     breakdown: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
 class HostStreams:
     """Host I/O per micro-batch: (@main argument index, name) of each streamed input and
-    (@main result index, name) of each streamed output, in stream order."""
+    (@main result index, name) of each streamed output, in stream order; `overlapped`:
+    the overlap mode of the streams whose transfers run on the IO tiles, by name
+    ("overlap_accumulation_loop" or "overlap_device_iteration_loop", @main's
+    `ipu.overlap` argument and result attributes)."""
 
     inputs: list[tuple[int, str]] = field(default_factory=list)
     outputs: list[tuple[int, str]] = field(default_factory=list)
+    overlapped: dict[str, str] = field(default_factory=dict)
 
 
 COUNTERS = ("input", "input_complete", "output", "output_complete")

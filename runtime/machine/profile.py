@@ -15,7 +15,10 @@ dictionaries.
   to end from the task's start), "Phases" (one slice per phase of a step, from its first
   event's start to its last event's end), "IPU-Links" (copy), "Streaming Memory"
   (remote_load / remote_store), "Host I/O" (host_load / host_store), "Step" (sync,
-  all_reduce, optimizer), and a track named after any other kind. Slices of one thread
+  all_reduce, optimizer), and a track named after any other kind; transfers the IO
+  tiles run (an event's `tiles` = "io": overlapped host streams, useIOTilesToLoad/Store)
+  go on a track of their own beside it, "Host I/O (IO tiles)", "Streaming Memory (IO
+  tiles)". Slices of one thread
   must nest (Trace Event Format; Perfetto drops overlapping ones), so a track whose
   events overlap, such as two copies in flight, spreads over lanes "IPU-Links",
   "IPU-Links 2", ...
@@ -77,7 +80,7 @@ def _slice(event: dict) -> _Slice:
     """A timeline event as a slice; `breakdown` parts laid end to end in BSP order."""
     start, end = int(event.get("start", 0)), int(event.get("end", 0))
     args = {"cycles": end - start}
-    for key in ("micro_batch", "step", "stage", "phase", "stream"):
+    for key in ("micro_batch", "step", "stage", "phase", "stream", "tiles"):
         if event.get(key) is not None:
             args[key] = event[key]
     result = _Slice(str(event.get("kind", "unknown")), str(event.get("name", "")), start,
@@ -122,8 +125,12 @@ def _tracks(ipu: dict) -> list[tuple[str, list[_Slice]]]:
     events = ipu.get("events", [])
     grouped: dict[str, list[_Slice]] = {}
     for piece in [*map(_slice, events), *_phases(events)]:
-        grouped.setdefault(TRACKS.get(piece.kind, piece.kind), []).append(piece)
-    order = sorted(grouped, key=lambda t: (TRACK_ORDER.index(t) if t in TRACK_ORDER
+        track = TRACKS.get(piece.kind, piece.kind)
+        if piece.args.get("tiles") == "io":  # transfers the IO tiles run: a track of their own
+            track = f"{track} (IO tiles)"
+        grouped.setdefault(track, []).append(piece)
+    order = sorted(grouped, key=lambda t: (TRACK_ORDER.index(t.removesuffix(" (IO tiles)"))
+                                           if t.removesuffix(" (IO tiles)") in TRACK_ORDER
                                            else len(TRACK_ORDER), t))
     return [(track if n == 0 else f"{track} {n + 1}", lane)
             for track in order for n, lane in enumerate(_lanes(grouped[track]))]

@@ -13,14 +13,19 @@ from poptorch.runtime.machine.events import COUNTERS, Event, HostStreams
 from poptorch.runtime.machine.tasks import ARG, Source, TaskGraph, TaskNode
 
 Epilogue = Sequence[tuple[str, str, int, int]]  # (kind, name, ipu, cycles) per step
+LOOPS = "overlap_device_iteration_loop"  # an overlap across steps as well as micro-batches
+# Streaming Memory transfers that TensorLocations' useIOTilesToLoad / useIOTilesToStore
+# can move to the IO tiles: loads of @main's arguments (weights), of activations, stores
+STREAMING = ("weight_load", "activation_load", "activation_store")
 
 
 class Scheduler:
     """List scheduling of the task order, step after step."""
 
-    def __init__(self, graph: TaskGraph, streams: HostStreams, overlap_io: bool,
-                 steps: int) -> None:
-        self.graph, self.streams, self.overlap_io = graph, streams, overlap_io
+    def __init__(self, graph: TaskGraph, streams: HostStreams, steps: int,
+                 io_streaming: frozenset[str] = frozenset()) -> None:
+        self.graph, self.streams, self.steps = graph, streams, steps
+        self.io_streaming = io_streaming  # STREAMING kinds that run on the IO tiles
         self.free: dict[int, int] = defaultdict(int)  # IPU -> cycle it is free from
         self.link: dict[int, int] = defaultdict(int)  # IPU -> cycle its host link is free
         self.events: dict[int, list[Event]] = defaultdict(list)
@@ -36,12 +41,16 @@ class Scheduler:
         self.counters = {key: [[0] * iterations for _ in (
             streams.inputs if key.startswith("input") else streams.outputs)]
             for key in COUNTERS}
-        self.latest = 0  # end of the last event so far
+        self.latest = 0  # end of the last event so far that the next step waits for
         self.floor = 0  # no task starts before this barrier
+        self.previous = 0  # the barrier before it (IO tiles prefetch weights from there)
+        self.streaming: dict[int, int] = defaultdict(int)  # IPU -> IO tiles' channel free
 
-    def add(self, ipu: int, event: Event) -> None:
+    def add(self, ipu: int, event: Event, barrier: bool = True) -> None:
+        """Record `event`; with `barrier`, the next step (or phase) starts after it."""
         self.events[ipu].append(event)
-        self.latest = max(self.latest, event.end)
+        if barrier:
+            self.latest = max(self.latest, event.end)
 
     def idle_from(self, ipu: int) -> int:
         return max(self.free[ipu], self.floor)
@@ -60,11 +69,25 @@ class Scheduler:
                 raise Error(f"ipu.tasks runs @{consumer} on micro-batch {mb} before "
                             f"@{node.name}, which computes its operand", type="runtime")
             time = self.finish[step, node.call, mb]
-        elif node.kind in ("copy", "remote_load"):
+        elif node.kind == "copy":
             base = self.ready(node.inputs[0], step, mb, consumer)
             start = self.idle_from(node.ipu) if base is None else base
             time = start + node.cycles
             self.add(node.ipu, Event(node.kind, consumer, mb, start, time, step))
+        elif node.kind == "remote_load":
+            base = self.ready(node.inputs[0], step, mb, consumer)
+            what = "weight_load" if node.inputs[0][0] == ARG else "activation_load"
+            io = what in self.io_streaming
+            if io:  # one transfer at a time; a weight as early as the barrier before
+                start = max(self.streaming[node.ipu], self.previous if base is None
+                            else max(base, self.floor))
+                self.streaming[node.ipu] = start + node.cycles
+            else:  # the compute tiles run the load: no compute meanwhile
+                start = max(self.idle_from(node.ipu), base or 0)
+                self.free[node.ipu] = start + node.cycles
+            time = start + node.cycles
+            self.add(node.ipu, Event(node.kind, consumer, mb, start, time, step,
+                                     tiles="io" if io else "compute"))
         else:
             times = [t for s in node.inputs if (t := self.ready(s, step, mb, consumer))
                      is not None]
@@ -74,19 +97,36 @@ class Scheduler:
 
     def host(self, kind: str, ipu: int, ready: int, nbytes: int, name: str, stream: int,
              step: int, mb: int) -> int:
-        """One host transfer on `ipu`'s link (and its tiles without IO tiles)."""
-        start = max(ready, self.link[ipu], self.floor,
-                    0 if self.overlap_io else self.free[ipu])
+        """One host transfer on `ipu`'s link: on its compute tiles (which it occupies),
+        or on its IO tiles for an overlapped stream (`HostStreams.overlapped`); a stream
+        overlapping the device iteration loop also crosses the step barrier."""
+        mode = self.streams.overlapped.get(name)
+        start = max(ready, self.link[ipu], self.floor if mode != LOOPS else 0,
+                    0 if mode else self.free[ipu])
         end = self.link[ipu] = start + self.graph.machine.host_cycles(nbytes)
-        if not self.overlap_io:
+        if not mode:
             self.free[ipu] = end
-        self.add(ipu, Event(kind, name, mb, start, end, step, stream=stream))
+        self.add(ipu, Event(kind, name, mb, start, end, step, stream=stream,
+                            tiles="io" if mode else "compute"), barrier=mode != LOOPS)
         return start
 
-    def load_inputs(self, step: int, call: TaskNode, mb: int) -> None:
+    def prefetch(self, step: int, call: TaskNode, mb: int) -> None:
+        """The IO tiles load the overlapped inputs of the iteration after `mb` while it
+        computes: the next micro-batch, or the next step's first one when the stream
+        overlaps the device iteration loop too."""
+        if mb + 1 < self.graph.micro_batches:
+            self.load_inputs(step, call, mb + 1, overlapped_only=True)
+        elif step + 1 < self.steps:
+            self.load_inputs(step + 1, call, 0, overlapped_only=True, mode=LOOPS)
+
+    def load_inputs(self, step: int, call: TaskNode, mb: int, overlapped_only: bool = False,
+                    mode: str | None = None) -> None:
         for arg in call.reads:
             if arg in self.streamed and (step, mb, arg) not in self.loaded:
                 n = self.streamed[arg]
+                overlap = self.streams.overlapped.get(self.streams.inputs[n][1])
+                if overlapped_only and (not overlap or (mode and overlap != mode)):
+                    continue
                 start = self.host("host_load", call.ipu, 0, self.graph.arg_bytes[arg],
                                   self.streams.inputs[n][1], n, step, mb)
                 self.loaded[step, mb, arg] = self.link[call.ipu]
@@ -109,8 +149,7 @@ class Scheduler:
     def task(self, step: int, k: int, mb: int) -> None:
         call = self.graph.calls[k]
         self.load_inputs(step, call, mb)
-        if self.overlap_io and mb + 1 < self.graph.micro_batches:
-            self.load_inputs(step, call, mb + 1)  # IO tiles prefetch the next micro-batch
+        self.prefetch(step, call, mb)
         inputs = [self.ready(s, step, mb, call.name) for s in call.inputs]
         start = max([self.idle_from(call.ipu), *(t for t in inputs if t is not None),
                      *(self.loaded[step, mb, a] for a in call.reads if a in self.streamed)])
@@ -137,9 +176,16 @@ class Scheduler:
     def store(self, s: int, step: int, mb: int, name: str) -> None:
         node = self.graph.stores[s]
         ready = self.ready(node.inputs[0], step, mb, name)
-        start = max(self.idle_from(node.ipu), ready or 0)
-        self.free[node.ipu] = end = start + node.cycles
-        self.add(node.ipu, Event("remote_store", name, mb, start, end, step))
+        io = "activation_store" in self.io_streaming
+        start = max(self.streaming[node.ipu] if io else self.idle_from(node.ipu),
+                    ready or 0, self.floor)
+        end = start + node.cycles
+        if io:
+            self.streaming[node.ipu] = end
+        else:  # the compute tiles run the store: no compute meanwhile
+            self.free[node.ipu] = end
+        self.add(node.ipu, Event("remote_store", name, mb, start, end, step,
+                                 tiles="io" if io else "compute"))
 
     def run(self, steps: int, epilogue: Epilogue) -> None:
         """Each step starts when the previous one (and its epilogue) has ended; "sharded"
@@ -147,13 +193,13 @@ class Scheduler:
         ended."""
         tasks, schedule = self.graph.tasks, self.graph.schedule
         for step in range(steps):
-            self.floor = self.latest
+            self.floor = self.previous = self.latest
             started: set[int] = set()
             phase = None
             for k, mb in tasks:
                 call = self.graph.calls[k]
                 if schedule == "sharded" or (schedule == "phased" and call.phase != phase):
-                    self.floor = self.latest
+                    self.previous, self.floor = self.floor, self.latest
                 phase = call.phase
                 if mb not in started:  # stores of host data: before the micro-batch's tasks
                     started.add(mb)

@@ -18,15 +18,25 @@ the same micro-batch has finished and any `ipu.copy` (`link_cycles`) or
 `ipu.remote_load` (`streaming_cycles`) on the way has arrived; a load or copy of data no
 task produces (weights, inputs) starts when the receiving IPU is free. It lasts the
 sum of `op_cost` of the stage function's ops (per IPU available memory proportion and
-IO tiles). An `ipu.remote_store` occupies its IPU as soon as its producers have finished.
+IO tiles). An `ipu.remote_store` starts as soon as its producers have finished. Streaming
+Memory transfers run on the compute tiles, which they occupy (a load also waits for
+them to be free), unless `io_streaming` moves them to the IO tiles (TensorLocations'
+useIOTilesToLoad / useIOTilesToStore): then they overlap compute, one at a time per
+IPU's IO tiles, waiting only for their data and the step (or phase) barrier; a weight
+(an @main argument) is loaded from the barrier before (prefetched during the previous
+phase's compute).
 
 Host I/O (`streams`): each streamed input of each micro-batch is a "host_load" on the
 IPU of the first task reading it, before that task; each streamed output a
 "host_store" on the IPU holding it, once its producing tasks have finished. A transfer
 takes `host_cycles` (latency + bytes / host-link bandwidth), one at a time per IPU's
-link. Without IO tiles the transfers run on the compute tiles, so they also occupy the
-IPU; with `io_tiles` they overlap compute (Poplar's overlapped I/O): a task's inputs
-for the next micro-batch are loaded as soon as the link allows (double buffering).
+link. A stream runs on the compute tiles, so it also occupies the IPU, unless
+`streams.overlapped` names it (set_overlap_for_input/output, which need `io_tiles`):
+then it runs on the IO tiles and overlaps compute (Poplar's overlapped I/O, double
+buffering): a task's overlapped inputs for the next micro-batch are loaded while it
+computes ("overlap_accumulation_loop"), and for the next step's first micro-batch too
+("overlap_device_iteration_loop", whose transfers do not hold the step barrier).
+`io_tiles` are taken from every op's compute tiles either way.
 
 Barriers: a step starts when the previous one has ended (the pipeline fills and drains
 every step, as PopART's does around each weight update); the step's `epilogue` work
@@ -53,23 +63,33 @@ scheduling and the stash); this module checks the caller's arguments and runs th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from torch_mlir import ir
 
 from poptorch.errors import Error
 from poptorch.runtime.machine.cost import OpCost, op_cost
 from poptorch.runtime.machine.events import COUNTERS, Event, HostStreams, Timeline
-from poptorch.runtime.machine.scheduler import Epilogue, Scheduler, stash_bytes
+from poptorch.runtime.machine.scheduler import STREAMING, Epilogue, Scheduler, stash_bytes
 from poptorch.runtime.machine.system import GC200, Machine
 from poptorch.runtime.machine.tasks import TaskGraph
+
+OVERLAP_MODES = ("overlap_accumulation_loop", "overlap_device_iteration_loop")
 
 __all__ = ["COUNTERS", "Epilogue", "Event", "HostStreams", "Timeline", "simulate"]
 
 
 def _check(graph: TaskGraph, streams: HostStreams, proportions: dict[int, float],
-           epilogue: Epilogue) -> None:
-    """Stream indices, proportions and epilogue entries a caller got wrong."""
+           epilogue: Epilogue, io_tiles: int) -> None:
+    """Stream indices, overlaps, proportions and epilogue entries a caller got wrong."""
+    names = {name for _, name in (*streams.inputs, *streams.outputs)}
+    for name, mode in streams.overlapped.items():
+        if name not in names or mode not in OVERLAP_MODES:
+            raise Error(f"overlapped host stream '{name}' ({mode}) is not a stream or its "
+                        f"mode is not one of {', '.join(OVERLAP_MODES)}", type="runtime")
+        if not io_tiles:
+            raise Error(f"host stream '{name}' overlaps compute on the IO tiles, but there "
+                        "are none: give io_tiles", type="runtime")
     for what, entries, count in (("input", streams.inputs, len(graph.arg_bytes)),
                                  ("output", streams.outputs, len(graph.result_bytes))):
         for index, name in entries:
@@ -89,7 +109,8 @@ def _check(graph: TaskGraph, streams: HostStreams, proportions: dict[int, float]
 def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
              micro_batches: int = 1, streams: HostStreams | None = None,
              proportions: dict[int, float] | None = None, io_tiles: int = 0,
-             epilogue: Epilogue = (), cost: Callable[..., OpCost] = op_cost) -> Timeline:
+             epilogue: Epilogue = (), cost: Callable[..., OpCost] = op_cost,
+             io_streaming: Collection[str] = ()) -> Timeline:
     """The per-IPU timeline of `steps` runs of @main's task order (see module docstring).
 
     `micro_batches`: runs of @main a step when it has no `ipu.tasks` (with tasks, the
@@ -97,7 +118,10 @@ def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
     `proportions`: available memory proportion per IPU (default 0.6). `io_tiles`: tiles
     per IPU kept for I/O, which overlaps compute when there are any. `epilogue`:
     (kind, name, ipu, cycles) of the work after each step's tasks. `cost`: `op_cost`, or
-    a `CostMemo` shared with other analyses of the module.
+    a `CostMemo` shared with other analyses of the module. `io_streaming`: the Streaming
+    Memory transfers (`STREAMING`: "weight_load", "activation_load",
+    "activation_store") the IO tiles run, overlapping compute; the others occupy the
+    compute tiles.
     """
     if steps < 1:
         raise Error(f"steps must be at least 1, got {steps}", type="runtime")
@@ -107,8 +131,12 @@ def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
     proportions = dict(proportions or {})
     machine.compute_tiles(io_tiles)
     graph = TaskGraph(module, machine, micro_batches, proportions, io_tiles, cost)
-    _check(graph, streams, proportions, epilogue)
-    run = Scheduler(graph, streams, io_tiles > 0, steps)
+    _check(graph, streams, proportions, epilogue, io_tiles)
+    unknown = sorted(set(io_streaming) - set(STREAMING))
+    if unknown or (io_streaming and not io_tiles):
+        raise Error(f"io_streaming takes {', '.join(STREAMING)} and needs io_tiles, got "
+                    f"{sorted(io_streaming)} with {io_tiles} IO tiles", type="runtime")
+    run = Scheduler(graph, streams, steps, frozenset(io_streaming))
     run.run(steps, epilogue)
     ipus = sorted({graph.calls[k].ipu for k, _ in graph.tasks})
     busy = {ipu: sum(e.end - e.start for e in run.events[ipu] if e.kind == "compute")

@@ -288,7 +288,8 @@ def test_ir_dumps_run_through_ipu_opt(tmp_path):
     poptorch.inferenceModel(Linear(), opts)(torch.randn(2, 4))
     files = sorted(glob.glob(os.path.join(tmp_path, "[0-9][0-9]-*.mlir")))
     assert [os.path.basename(f).split("-", 1)[1] for f in files] == [
-        "import.mlir", "ipu-convert-poptorch-ops.mlir", "ipu-check-torch-ops.mlir",
+        "import.mlir", "ipu-mark-overlapped-io.mlir", "ipu-convert-poptorch-ops.mlir",
+        "ipu-check-torch-ops.mlir",
         "torchdynamo-export-to-torch-backend-pipeline.mlir", "ipu-import-annotations.mlir",
         "torch-func-backend-type-conversion.mlir", "ipu-convert-torch-to-ipu.mlir",
         "canonicalize.mlir", "torch-finalizing-backend-type-conversion.mlir",

@@ -311,12 +311,16 @@ def test_host_streams_pinned_on_one_ipu():
 def test_io_tiles_overlap_host_loads_with_compute():
     module = parse(ADD_MAIN.replace("OP", "pow"))  # PopLibs POWER: 312 cycles a float
     plain = simulate(module, micro_batches=4, streams=STREAMS)
-    overlapped = simulate(module, micro_batches=4, streams=STREAMS, io_tiles=32)
+    marked = HostStreams(STREAMS.inputs, STREAMS.outputs, dict.fromkeys(
+        ("x", "y", "out"), "overlap_accumulation_loop"))  # set_overlap_for_input/output
+    overlapped = simulate(module, micro_batches=4, streams=marked, io_tiles=32)
     computes = [e for e in overlapped.events[0] if e.kind == "compute"]
     loads = [e for e in overlapped.events[0] if e.kind == "host_load" and e.micro_batch == 1]
     assert all(load.end <= computes[0].end for load in loads)  # prefetched during mb 0
     assert overlapped.total_cycles < plain.total_cycles
     assert overlapped.busy_cycles == plain.busy_cycles  # 512 tiles either way
+    unmarked = simulate(module, micro_batches=4, streams=STREAMS, io_tiles=32)
+    assert unmarked.total_cycles == plain.total_cycles  # IO tiles alone overlap nothing
 
 
 def test_perf_counter_shapes_and_latency_order_in_a_pipeline():
