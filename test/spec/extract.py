@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from dataclasses import dataclass
 
 SPEC_DIR = "/work/shared/spec"
@@ -66,7 +67,7 @@ def _numbered(lines: list[str], start: int) -> tuple[str, int]:
         code.extend([""] * (int(field) - 1 - len(code)))  # lines lost in conversion
         code.append(text.rstrip())
         index += 1
-    return "\n".join(code) + "\n", index
+    return textwrap.dedent("\n".join(code) + "\n"), index
 
 
 def _block(lines: list[str], start: int, indented: bool) -> tuple[str, int]:

@@ -86,9 +86,9 @@ def apply(source: str, patches: tuple[Patch, ...]) -> str:
     """The source with each patch applied; a patch whose text is missing is an error
     (the spec changed: the table must be looked at again)."""
     for patch in patches:
-        if patch.old not in source:
-            raise AssertionError(f"patch target {patch.old!r} is not in the example "
-                                 f"any more ({patch.reason})")
+        if source.count(patch.old) != 1:
+            raise AssertionError(f"patch target {patch.old!r} is not once in the example "
+                                 f"({patch.reason})")
         source = source.replace(patch.old, patch.new)
     return source
 

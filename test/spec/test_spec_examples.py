@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import io
+import sys
+import types
 
 import pytest
 from extract import examples
@@ -93,10 +95,18 @@ def clean(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("key", list(_params()))
-def test_spec_example(key, clean):
+def test_spec_example(key, clean, monkeypatch):
     """The example runs and its check passes."""
     assert key in ENTRIES, f"{key}: add an entry (context, patches, check) to the tables"
-    namespace = {"__name__": "spec_example"}
+    # a module of its own, so that pickle finds the example's classes (compileAndExport)
+    module = types.ModuleType("spec_example")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
     exec(PRELUDE, namespace)  # noqa: S102
     out = _run(key, namespace)
-    ENTRIES[key].check(namespace, out)
+    try:
+        ENTRIES[key].check(namespace, out)
+    finally:  # free the example's devices for the next example in this process
+        for value in list(namespace.values()):
+            if isinstance(value, poptorch.PoplarExecutor):
+                value.destroy()
