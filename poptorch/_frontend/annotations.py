@@ -85,7 +85,7 @@ def _forward_ends(*_) -> None:
 
 def _entries(user_id: str | None, ipu_id: int | str | None) -> dict[str, Any]:
     state = _capture_state()
-    if user_id is None and state["auto_id"]:
+    if user_id is None:  # as PopTorch: an unnamed block is named by its index among them
         user_id = str(state["next_auto_id"])
         state["next_auto_id"] += 1
     entries: dict[str, Any] = {}
@@ -125,8 +125,11 @@ class Block(contextlib.ContextDecorator):
 
     @staticmethod
     def useAutoId() -> None:  # noqa: N802 - PopTorch's name
-        """Give blocks without a user_id the index of the block among such blocks."""
-        _capture_state()["auto_id"] = True
+        """Give blocks without a user_id the index of the block among such blocks,
+        counting from here (PopTorch names unnamed blocks so even without it: the
+        AutoStage examples' Block "0", "1", "2")."""
+        state = _capture_state()
+        state["auto_id"], state["next_auto_id"] = True, 0
 
     @staticmethod
     def start(user_id: str | None = None, ipu_id: int | str | None = None) -> None:
