@@ -201,8 +201,8 @@ class AsynchronousDataAccessor:
         while True:
             try:
                 message = self._ready.get(timeout=_POLL_SECONDS)
-            except queue.Empty:
-                self._alive_or_raise()
+            except (queue.Empty, OSError, EOFError):  # the last two: a worker that died
+                self._alive_or_raise()  # while sending the ring buffer
                 continue
             batch = self._receive(message)
             if batch is not None:
@@ -244,7 +244,7 @@ class AsynchronousDataAccessor:
             return
         try:  # the worker may have reported an error just before exiting
             message = self._ready.get(timeout=_POLL_SECONDS)
-        except queue.Empty:
+        except (queue.Empty, OSError, EOFError):
             message = None
         if message is not None and message[0] == worker.ERROR:
             self._receive(message)

@@ -80,6 +80,19 @@ def main(source: Any, config: WorkerConfig, ready: Any, free: Any, commands: Any
         ready.cancel_join_thread()
     except BaseException:  # noqa: BLE001 - every failure goes back to the host
         ready.put((ERROR, traceback.format_exc()))
+        _wait_for_shutdown(commands)
+
+
+def _wait_for_shutdown(commands: Any) -> None:
+    """Live until the host reads the error: the ring buffer it may not have received yet
+    is shared through this process (torch passes its file descriptors on request)."""
+    parent = multiprocessing.parent_process()
+    while parent is None or parent.is_alive():
+        try:
+            if commands.get(timeout=PARENT_CHECK_SECONDS)[0] == SHUTDOWN:
+                return
+        except queue.Empty:
+            continue
 
 
 class _Worker:

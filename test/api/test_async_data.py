@@ -77,20 +77,18 @@ def read(loader):
     return [b.clone() for b in loader]
 
 
-def wait_for(predicate, seconds=20.0):
+def wait_for(predicate, seconds=120.0):
     deadline = time.monotonic() + seconds
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.01)
 
 
-def settled(counter):
-    """The counter's value once it stopped changing for 0.5 s."""
-    while True:
-        value = int(counter)
-        time.sleep(0.5)
-        if int(counter) == value:
-            return value
+def settles_at(counter, value):
+    """True if the counter reaches `value` (waiting for a slow worker) and stays there."""
+    wait_for(lambda: int(counter) >= value)
+    time.sleep(0.5)
+    return int(counter) == value
 
 
 def process_gone(pid):
@@ -118,20 +116,20 @@ def test_every_sharing_strategy_reads_the_dataset(strategy):
 def test_the_worker_fills_the_ring_buffer_ahead_and_waits(buffer_size):
     dataset = Counted(20)
     accessor = AsynchronousDataAccessor(dataset, buffer_size=buffer_size, **FORK)
-    assert settled(dataset.loaded) == 0  # early_preload=False: nothing before iter()
+    assert settles_at(dataset.loaded, 0)  # early_preload=False: nothing before iter()
     iterator = iter(accessor)
     assert next(iterator).tolist() == [0, 0]
     # the batch held by the consumer, buffer_size - 1 more, one more waiting for a slot
-    assert settled(dataset.loaded) == buffer_size + 1
+    assert settles_at(dataset.loaded, buffer_size + 1)
     assert next(iterator).tolist() == [1, 1]
-    assert settled(dataset.loaded) == buffer_size + 2
+    assert settles_at(dataset.loaded, buffer_size + 2)
     accessor.terminate()
 
 
 def test_early_preload_loads_at_construction():
     dataset = Counted(20)
     accessor = AsynchronousDataAccessor(dataset, buffer_size=3, early_preload=True, **FORK)
-    assert settled(dataset.loaded) == 4  # 3 slots full, a 4th element waiting
+    assert settles_at(dataset.loaded, 4)  # 3 slots full, a 4th element waiting
     assert items(accessor) == list(range(20))
     accessor.terminate()
 
@@ -143,7 +141,7 @@ def test_load_indefinitely_starts_the_next_epoch_at_once(indefinitely):
                                         load_indefinitely=indefinitely, **FORK)
     assert items(accessor) == list(range(6))
     # the worker reads the next epoch ahead only when loading indefinitely
-    assert settled(dataset.loaded) == (6 + 3 if indefinitely else 6)
+    assert settles_at(dataset.loaded, 6 + 3 if indefinitely else 6)
     assert items(accessor) == list(range(6))
     assert items(accessor) == list(range(6))
     accessor.terminate()
@@ -248,7 +246,7 @@ def test_a_worker_exception_is_a_poptorch_error_with_its_traceback():
     start = time.monotonic()
     with pytest.raises(Error) as info:
         read(loader)
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 10
     message = str(info.value)
     assert message.startswith("AsynchronousDataAccessor: the worker process raised an "
                               "exception while loading the dataset:\nTraceback")
@@ -259,7 +257,7 @@ def test_a_worker_exception_is_a_poptorch_error_with_its_traceback():
         read(loader)
 
 
-def test_a_killed_worker_is_an_error_within_a_second():
+def test_a_killed_worker_is_an_error_within_two_seconds():
     dataset = Counted(1000, delay=0.05)
     accessor = AsynchronousDataAccessor(dataset, **FORK)
     iterator = iter(accessor)
@@ -270,7 +268,7 @@ def test_a_killed_worker_is_an_error_within_a_second():
     with pytest.raises(Error) as info:
         for _ in iterator:
             pass
-    assert time.monotonic() - start < 1
+    assert time.monotonic() - start < 2
     assert str(info.value) == (
         f"AsynchronousDataAccessor: the worker process (pid {pid}) was killed by signal "
         "SIGKILL while loading the dataset, without reporting an error; if it was killed "
