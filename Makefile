@@ -10,7 +10,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench setup op-coverage bench-async
+.PHONY: demo test bench setup op-coverage
 
 setup: $(STAMP)
 
@@ -31,6 +31,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/run.py
 
+.PHONY: bench-async
 bench-async: $(STAMP)
 	$(PY) bench/async_data.py
 
