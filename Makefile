@@ -3,6 +3,7 @@
 #   make test   set up .venv and run every test (ruff, the layout check, lit, pytest on one
 #               worker per core)
 #   make bench  set up .venv and run the benchmarks against PyTorch on CPU (bench/run.py)
+#   make bench-async  Sync against Async data loading on a slow dataset (bench/async_data.py)
 #   make op-coverage  set up .venv, run the full op parity sweep (test/ops/coverage.py) and
 #               rewrite README's op coverage table from it
 VENV   := .venv
@@ -29,6 +30,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+.PHONY: bench-async
+bench-async: $(STAMP)
+	$(PY) bench/async_data.py
 
 op-coverage: $(STAMP)
 	$(PY) test/ops/coverage.py --readme

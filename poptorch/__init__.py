@@ -22,6 +22,7 @@ _LAZY = {
     "Options": "poptorch.options",
     "TensorLocationSettings": "poptorch.options",
     "DataLoader": "poptorch.data",
+    "AsynchronousDataAccessor": "poptorch.data",
     **{name: "poptorch.enums" for name in (
         "OutputMode", "CommGroupType", "DataLoaderMode", "VariableRetrievalMode",
         "SharingStrategy", "ConnectionType", "SyncPattern", "ReductionType",

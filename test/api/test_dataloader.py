@@ -102,8 +102,7 @@ def test_iterable_dataset_and_torch_arguments():
 
 def test_options_are_frozen_and_terminate_does_nothing():
     opts = options(iterations=2)
-    loader = DataLoader(opts, dataset(8), batch_size=2, async_options={"buffer_size": 2},
-                        rebatched_worker_size=2)  # only used by the asynchronous modes
+    loader = DataLoader(opts, dataset(8), batch_size=2)
     with pytest.raises(Error, match="these options are frozen"):
         opts.deviceIterations(3)
     assert opts.clone().deviceIterations(3).device_iterations == 3
@@ -111,16 +110,32 @@ def test_options_are_frozen_and_terminate_does_nothing():
     assert [len(y) for _, y in loader] == [4, 4]
 
 
-def test_distributed_partitioning_is_not_supported_yet():
+def test_distributed_partitioning_errors():
+    """What auto_distributed_partitioning cannot split (test_async_data.py tests the split)."""
     opts = Options()
     opts.Distributed.configureProcessId(0, 2)
-    with pytest.raises(Error) as info:
-        DataLoader(opts, dataset(8))
-    assert str(info.value) == (
-        "DataLoader: partitioning the dataset between 2 processes is not supported yet; "
-        "partition it yourself and pass auto_distributed_partitioning=False")
-    loader = DataLoader(opts.clone(), dataset(8), auto_distributed_partitioning=False)
-    assert len(loader) == 8
+    fix = "or pass auto_distributed_partitioning=False and partition it yourself"
+    for kwargs, message in [
+        ({"dataset": Counting()},
+         "auto_distributed_partitioning cannot split an IterableDataset between 2 processes: "
+         "have its __iter__ yield this process's share (options.Distributed.processId of "
+         "numProcesses) and pass auto_distributed_partitioning=False"),
+        ({"batch_size": None},
+         f"auto_distributed_partitioning needs a batch_size to split the dataset between 2 "
+         f"processes in whole batches; pass one, {fix}"),
+        ({"sampler": range(8)},
+         f"auto_distributed_partitioning chooses the indices of each of the 2 processes: it "
+         f"cannot be used with a sampler or batch_sampler; leave those out, {fix}"),
+        ({"shuffle": True},
+         "shuffle=True with auto_distributed_partitioning needs options.randomSeed(N), with "
+         "the same N in all 2 processes, so that they shuffle the dataset alike and read "
+         "disjoint shares"),
+    ]:
+        with pytest.raises(Error) as info:
+            DataLoader(**{"options": opts.clone(), "dataset": dataset(8), **kwargs})
+        assert str(info.value) == f"DataLoader: {message}"
+    loader = DataLoader(opts.clone(), Counting(), auto_distributed_partitioning=False)
+    assert len(list(loader)) == 10
 
 
 SAMPLER = BatchSampler(SequentialSampler(range(10)), batch_size=4, drop_last=False)
@@ -131,10 +146,30 @@ BATCH_SAMPLER_ERROR = ("DataLoader: batch_sampler is mutually exclusive with bat
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"options": None}, "DataLoader: options must be a poptorch.Options, got None"),
-    ({"mode": DataLoaderMode.Async}, "DataLoader: mode DataLoaderMode.Async is not supported "
-                                     "yet; use DataLoaderMode.Sync"),
-    ({"mode": DataLoaderMode.AsyncRebatched}, "DataLoader: mode DataLoaderMode.AsyncRebatched "
-                                              "is not supported yet; use DataLoaderMode.Sync"),
+    ({"async_options": {"buffer_size": 2}},
+     "DataLoader: async_options is only used by the asynchronous modes; pass "
+     "mode=poptorch.DataLoaderMode.Async (or AsyncRebatched), or leave async_options out"),
+    ({"rebatched_worker_size": 2},
+     "DataLoader: rebatched_worker_size is only used by the asynchronous modes; pass "
+     "mode=poptorch.DataLoaderMode.Async (or AsyncRebatched), or leave rebatched_worker_size "
+     "out"),
+    ({"mode": DataLoaderMode.Async, "rebatched_worker_size": 2},
+     "DataLoader: rebatched_worker_size is only used by DataLoaderMode.AsyncRebatched; pass "
+     "that mode, or leave rebatched_worker_size out"),
+    ({"mode": DataLoaderMode.AsyncRebatched, "rebatched_worker_size": 0},
+     "DataLoader: rebatched_worker_size must be an int >= 1, got 0"),
+    ({"mode": DataLoaderMode.AsyncRebatched, "batch_size": 2, "rebatched_worker_size": 3},
+     "DataLoader: rebatched_worker_size (3) must be <= the combined batch size (2)"),
+    ({"mode": DataLoaderMode.Async, "async_options": {"rebatched_size": 4}},
+     "DataLoader: async_options cannot set rebatched_size: the DataLoader sets it (to the "
+     "combined batch size, with DataLoaderMode.AsyncRebatched)"),
+    ({"mode": DataLoaderMode.Async, "async_options": {"buffer": 4, "sleep": 1}},
+     "DataLoader: async_options: unknown option(s) buffer, sleep; AsynchronousDataAccessor "
+     "takes buffer_size, miss_sleep_time_in_ms, load_indefinitely, early_preload, "
+     "sharing_strategy"),
+    ({"mode": DataLoaderMode.Async, "async_options": [("buffer_size", 4)]},
+     "DataLoader: async_options must be a dict of AsynchronousDataAccessor arguments, got "
+     "[('buffer_size', 4)]"),
     ({"mode": "Sync"}, "DataLoader: mode must be a poptorch.DataLoaderMode (Sync, Async or "
                        "AsyncRebatched), got 'Sync'"),
     ({"batch_size": 0}, "DataLoader: batch_size must be an int >= 1 or None, got 0"),
