@@ -40,7 +40,9 @@ from poptorch.enums import MeanReductionStrategy, ReductionType
 from poptorch.errors import Error
 from poptorch.optim import IPU_KEYS, _IpuOptimizer, load_torch_state
 from poptorch.options import Options
+from poptorch.passes.precision import Precision
 from poptorch.runtime.jit.program import Program, compile_module
+from poptorch.runtime.jit.random import device_random
 
 
 @dataclass
@@ -133,6 +135,9 @@ class TrainingExecutor(PoplarExecutor):
                 params.append((name, groups.get(id(host), 0), _tensor_type(array)))
             module = ir.Module.create()
             spec.emit(module, params)
+            # the weight update rounds to f16 stochastically too (enableStochasticRounding)
+            Precision(stochastic_rounding=self._options.Precision.stochastic_rounding).run(
+                module.operation)
             update_cycles = figures.optimizer_cycles(
                 symbol_table(module.operation)["optimizer_step"],
                 [name for name, _, _ in params],
@@ -442,7 +447,7 @@ class TrainingExecutor(PoplarExecutor):
         layout = programs.spec.state_layout()
         state = self._optimizer_state
         arrays = self._device_weights.arrays
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), device_random(self._random, 1):
             results = programs.step.run(
                 *(grouping.per_group(self._groupings, n, arrays[n]) for n in names), *reduced,
                 *(state.arrays[key] for key in layout), *self._hyper())

@@ -1,6 +1,8 @@
 """Precision options (spec 11 `_PrecisionOptions`, `setAutomaticLossScaling`,
 `enableStableNorm`, 4.x "Half / float16 support"): each option's effect on the numbers."""
 
+import numpy as np
+import pytest
 import torch
 
 import poptorch
@@ -45,3 +47,108 @@ def test_automatic_loss_scaling_recovers_from_fp16_overflow():
         model.parameters(), lr=0.001, loss_scaling=60000.0))
     ipu(x, y)
     assert not all(torch.isfinite(p).all() for p in model.parameters())
+
+
+class Exp(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        return torch.exp(y) + 1  # the exp overflows float32 at x = 100
+
+
+class Div(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.log(x) / y
+
+
+def test_floating_point_exceptions_off_carries_inf():
+    out = poptorch.inferenceModel(Exp())(torch.tensor([1.0, 100.0]))
+    assert torch.isinf(out[1])
+    torch.testing.assert_close(out[0], torch.exp(torch.tensor(2.0)) + 1)
+
+
+@pytest.mark.parametrize(("model", "inputs", "kind", "op", "line"), [
+    (Exp, (torch.tensor([1.0, 100.0]),), "overflow", "ipu.exp", "torch.exp(y)"),
+    (Div, (torch.tensor([2.0]), torch.tensor([0.0])), "divide by zero", "ipu.div",
+     "torch.log(x) / y"),
+    (Div, (torch.tensor([-2.0]), torch.tensor([1.0])), "invalid operation", "ipu.log",
+     "torch.log(x) / y"),
+])
+def test_floating_point_exceptions_name_the_first_op(model, inputs, kind, op, line):
+    """The op that first turns finite operands into inf or NaN, at the user's line; the
+    ops after it, which only carry it, are not blamed."""
+    opts = poptorch.Options()
+    opts.Precision.enableFloatingPointExceptions(True)
+    ipu = poptorch.inferenceModel(model(), opts)
+    with pytest.raises(poptorch.Error) as info:
+        ipu(*inputs)
+    message = str(info.value)
+    assert f"floating-point exception ({kind}): {op} produced" in message
+    path, lineno = message.split(": floating-point")[0].rsplit(":", 1)
+    assert path == __file__
+    with open(__file__, encoding="utf-8") as f:
+        assert line in f.read().splitlines()[int(lineno) - 1]
+
+
+def test_floating_point_exceptions_in_training():
+    """The backward pass is trapped too: a gradient overflowing fp16."""
+    torch.manual_seed(0)
+    model = HalfRegressor().half()
+    opts = poptorch.Options()
+    opts.Precision.enableFloatingPointExceptions(True)
+    ipu = poptorch.trainingModel(model, opts, poptorch.optim.SGD(
+        model.parameters(), lr=0.001, loss_scaling=60000.0))
+    with pytest.raises(poptorch.Error, match=r"floating-point exception \(overflow\)"):
+        ipu(torch.randn(16, 6).half() * 10, torch.randn(16, 2).half() * 10)
+
+
+class ToHalf(torch.nn.Module):
+    def forward(self, x):
+        return x.half()
+
+
+def _rounded(seed, stochastic=True, n=200_000):
+    opts = poptorch.Options().randomSeed(seed)
+    opts.Precision.enableStochasticRounding(stochastic)
+    # 1 + 0.1 ulp of f16 (ulp 2^-10 at 1): to nearest always 1
+    return poptorch.inferenceModel(ToHalf(), opts)(torch.full((n,), 1 + 0.1 * 2.0 ** -10))
+
+
+def test_stochastic_rounding_is_unbiased_and_seeded():
+    exact = 1 + 0.1 * 2.0 ** -10
+    nearest, a, b, c = _rounded(1, False), _rounded(1), _rounded(1), _rounded(2)
+    assert nearest.dtype == a.dtype == torch.float16
+    assert (nearest == 1).all()  # round to nearest: biased by -0.1 ulp
+    # up with probability 0.1: the mean is exact within 5 standard errors
+    error = 5 * 2.0 ** -10 * np.sqrt(0.1 * 0.9 / a.numel())
+    assert abs(a.double().mean().item() - exact) < error
+    assert set(a.unique().tolist()) == {1.0, 1 + 2.0 ** -10}
+    assert torch.equal(a, b)  # the same seed, the same rounding
+    assert not torch.equal(a, c)
+
+
+def test_stochastic_rounding_moves_tiny_fp16_updates():
+    """An fp16 SGD update of a tenth of an ulp: round-to-nearest loses every one, the
+    weight never moves; stochastic rounding moves it by the right amount on average."""
+
+    class Scale(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(4096, dtype=torch.float16))
+
+        def forward(self, x):
+            return (self.w * x).sum()  # d loss / d w = x
+
+    def train(stochastic, steps=10):
+        model = Scale()
+        opts = poptorch.Options().randomSeed(0)
+        opts.Precision.enableStochasticRounding(stochastic)
+        lr = 0.1 * 2.0 ** -11  # a tenth of an ulp below 1 (2^-11) per step
+        ipu = poptorch.trainingModel(model, opts, poptorch.optim.SGD(model.parameters(), lr=lr))
+        x = torch.ones(4096, dtype=torch.float16)
+        for _ in range(steps):
+            ipu(x)
+        return model.w.detach().double()
+
+    assert (train(False) == 1).all()
+    moved = 1 - train(True).mean().item()  # expected 10 x 0.1 x 2^-11
+    assert moved == pytest.approx(2.0 ** -11, rel=0.1)
