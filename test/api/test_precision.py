@@ -1,6 +1,8 @@
 """Precision options (spec 11 `_PrecisionOptions`, `setAutomaticLossScaling`,
 `enableStableNorm`, 4.x "Half / float16 support"): each option's effect on the numbers."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -152,3 +154,82 @@ def test_stochastic_rounding_moves_tiny_fp16_updates():
     assert (train(False) == 1).all()
     moved = 1 - train(True).mean().item()  # expected 10 x 0.1 x 2^-11
     assert moved == pytest.approx(2.0 ** -11, rel=0.1)
+
+
+class NormRegressor(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(64, 64)
+        self.ln = torch.nn.LayerNorm(64)
+
+    def forward(self, x, y):
+        out = self.ln(self.fc(x))
+        return out, torch.nn.functional.mse_loss(out, y)
+
+
+def _large_mean(n=8):
+    torch.manual_seed(0)
+    return 1000 + torch.randn(n, 64) * 0.1  # a variance of 0.01 under a mean of 1000
+
+
+@pytest.mark.parametrize("norm", [torch.nn.LayerNorm(64), torch.nn.GroupNorm(4, 64)])
+def test_stable_norm_on_a_large_mean(norm):
+    """enableStableNorm(True) computes the variance in two passes (about the mean) and
+    matches PyTorch; off (PopTorch's default), E[x^2] - E[x]^2 in float32 loses the
+    0.01 variance under a squared mean of 1e6 (ulp 0.06): NaN or far off."""
+    x = _large_mean()
+    expected = norm(x)
+    stable = poptorch.inferenceModel(norm, poptorch.Options().enableStableNorm(True))(x)
+    torch.testing.assert_close(stable, expected, rtol=0, atol=5e-3)
+    plain = poptorch.inferenceModel(norm, poptorch.Options().enableStableNorm(False))(x)
+    assert not torch.isfinite(plain).all() or (plain - expected).abs().max() > 0.5
+    # around zero both match PyTorch
+    centred = x - 1000
+    plain = poptorch.inferenceModel(norm, poptorch.Options())(centred)
+    torch.testing.assert_close(plain, norm(centred), rtol=1e-4, atol=1e-4)
+
+
+def test_stable_norm_batch_norm_training():
+    """BatchNorm's batch statistics in training: the same difference."""
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = torch.nn.BatchNorm1d(64)
+
+        def forward(self, x):
+            out = self.bn(x)
+            return out, out.square().mean()
+
+    x = _large_mean(16)
+    reference = Net()
+    expected, _ = reference(x)
+    for stable in (True, False):
+        model = Net()
+        out, _ = poptorch.trainingModel(model, poptorch.Options().enableStableNorm(stable))(x)
+        if stable:
+            torch.testing.assert_close(out, expected, rtol=0, atol=5e-3)
+        else:
+            assert not torch.isfinite(out).all() or (out - expected).abs().max() > 0.5
+
+
+def test_stable_norm_pipelined_over_two_ipus():
+    """The rewritten variance keeps its block: the LayerNorm on IPU 1 of a 2-stage
+    pipeline trains with gradient accumulation as on the CPU (stable) or not (plain)."""
+    torch.manual_seed(0)
+    x, y = _large_mean(16), torch.randn(16, 64)
+    for stable in (True, False):
+        model = NormRegressor()
+        with torch.no_grad():  # the LayerNorm sees x itself
+            model.fc.weight.copy_(torch.eye(64))
+            model.fc.bias.zero_()
+        reference = copy.deepcopy(model)
+        model.ln = poptorch.BeginBlock(model.ln, ipu_id=1)
+        opts = poptorch.Options().enableStableNorm(stable)
+        opts.Training.gradientAccumulation(4)
+        ipu = poptorch.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.0))
+        out, _ = ipu(x, y)
+        assert ipu._compiled.module_text.count("call @main_stage") >= 2
+        expected = reference(x, y)[0][-len(out):]  # the last micro-batch's
+        close = torch.isfinite(out).all() and (out - expected).abs().max() < 5e-3
+        assert close == stable
