@@ -6,8 +6,11 @@ import copy
 import numpy as np
 import pytest
 import torch
+from torch_mlir import ir
 
 import poptorch
+from poptorch.dialects import make_context
+from poptorch.runtime.machine.cost import op_cost
 
 
 class HalfRegressor(torch.nn.Module):
@@ -233,3 +236,54 @@ def test_stable_norm_pipelined_over_two_ipus():
         expected = reference(x, y)[0][-len(out):]  # the last micro-batch's
         close = torch.isfinite(out).all() and (out - expected).abs().max() < 5e-3
         assert close == stable
+
+
+class LongDot(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.rand(4096, 8).half())
+
+    def forward(self, x):
+        return x @ self.w
+
+
+@pytest.mark.parametrize("partials", [None, torch.float, torch.half])
+def test_partials_type_numerics(partials):
+    """fp16 matmul partials: the running sum of 4096 products (about 1000, ulp 0.5 to 1)
+    kept in fp16 is visibly less accurate than in fp32 (the default)."""
+    torch.manual_seed(0)
+    model, x = LongDot(), torch.rand(4, 4096).half()
+    opts = poptorch.Options()
+    if partials is not None:
+        opts.Precision.setPartialsType(partials)
+    ipu = poptorch.inferenceModel(model, opts)
+    out = ipu(x)
+    exact = x.double() @ model.w.double()
+    error = ((out.double() - exact).abs() / exact).max().item()
+    if partials is torch.half:
+        assert error > 2e-3
+        assert "ipu.partials_type = f16" in ipu._compiled.module_text
+    else:
+        assert error < 1e-3  # fp16 rounding of the result only
+        assert ("ipu.partials_type = f32" in ipu._compiled.module_text) == (partials is not None)
+    training = poptorch.trainingModel(HalfRegressor().half(), opts)  # the backward's too
+    training.compile(torch.rand(4, 6).half(), torch.rand(4, 2).half())
+    assert ("ipu.partials_type" in training._compiled.module_text) == (partials is not None)
+
+
+def test_partials_type_cost():
+    """Half partials halve the bytes of the partial sums a K-split AMP op exchanges and
+    keeps, and their sum runs at the half vector width: fewer cycles."""
+    shapes = "(tensor<16x65536xf16>, tensor<65536x16xf16>) -> tensor<16x16xf16>"
+    module = ir.Module.parse(f"""
+func.func @main(%a: tensor<16x65536xf16>, %b: tensor<65536x16xf16>) {{
+  %0 = "ipu.matmul"(%a, %b) : {shapes}
+  %1 = "ipu.matmul"(%a, %b) {{ipu.partials_type = f32}} : {shapes}
+  %2 = "ipu.matmul"(%a, %b) {{ipu.partials_type = f16}} : {shapes}
+  return
+}}""", make_context())
+    plain, single, half = [op_cost(op) for op in
+                           list(module.body.operations[0].regions[0].blocks[0].operations)[:3]]
+    assert plain == single
+    assert half.compute < plain.compute and half.exchange < plain.exchange
+    assert half.temporary_bytes < plain.temporary_bytes
