@@ -287,3 +287,59 @@ func.func @main(%a: tensor<16x65536xf16>, %b: tensor<65536x16xf16>) {{
     assert plain == single
     assert half.compute < plain.compute and half.exchange < plain.exchange
     assert half.temporary_bytes < plain.temporary_bytes
+
+
+def test_float32_linear_on_float16_input_inference():
+    """Spec 4.7 (listing 4.20, second way): float32 parameters are converted to float16
+    for an op with a float16 input, so the Linear returns float16."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    x = torch.randn(2, 4).half()
+    out = poptorch.inferenceModel(model)(x)
+    assert out.dtype == torch.float16
+    expected = torch.nn.functional.linear(x.float(), model.weight.half().float(),
+                                          model.bias.half().float())
+    torch.testing.assert_close(out.float(), expected, rtol=1e-3, atol=1e-3)
+    # other ops keep PyTorch's promotion: float16 + float32 is float32
+    mixed = poptorch.inferenceModel(Adder())(x, torch.ones(2, 4))
+    assert mixed.dtype == torch.float32
+
+
+class Adder(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+class MixedRegressor(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(6, 2)  # float32 parameters
+
+    def forward(self, x, y):
+        out = self.fc(x)
+        return out, torch.nn.functional.mse_loss(out, y)
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_float32_linear_on_float16_input_training(replicas):
+    """The parameters stay float32 and are updated in float32 (the gradient flows through
+    the cast), with device iterations and replicas; the outputs are float16."""
+    torch.manual_seed(0)
+    model = MixedRegressor()
+    reference = copy.deepcopy(model)
+    opts = poptorch.Options().deviceIterations(2).replicationFactor(replicas)
+    ipu = poptorch.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.1))
+    x, y = torch.randn(8 * replicas, 6).half(), torch.randn(8 * replicas, 2).half()
+    out, loss = ipu(x, y)
+    assert out.dtype == loss.dtype == torch.float16
+    assert model.fc.weight.dtype == torch.float32
+    assert not torch.equal(model.fc.weight, reference.fc.weight)  # trained
+    # the same steps on the CPU: each half of the batch, one step each
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for chunk_x, chunk_y in zip(x.chunk(2), y.chunk(2), strict=True):
+        optimizer.zero_grad()
+        out = torch.nn.functional.linear(chunk_x, reference.fc.weight.half(),
+                                         reference.fc.bias.half())
+        torch.nn.functional.mse_loss(out.float(), chunk_y.float()).backward()
+        optimizer.step()
+    torch.testing.assert_close(model.fc.weight, reference.fc.weight, rtol=1e-2, atol=1e-3)
