@@ -343,3 +343,58 @@ def test_float32_linear_on_float16_input_training(replicas):
         torch.nn.functional.mse_loss(out.float(), chunk_y.float()).backward()
         optimizer.step()
     torch.testing.assert_close(model.fc.weight, reference.fc.weight, rtol=1e-2, atol=1e-3)
+
+
+def test_half_float_casting():
+    """HalfUpcastToFloat (and Default) is PyTorch's promotion, what runs; the removed
+    FloatDowncastToHalf is refused when the model compiles, saying what to do."""
+    x, y = torch.ones(2, 4).half(), torch.ones(2, 4)
+    for behaviour in (poptorch.HalfFloatCastingBehavior.Default,
+                      poptorch.HalfFloatCastingBehavior.HalfUpcastToFloat):
+        opts = poptorch.Options()
+        opts.Precision.halfFloatCasting(behaviour)
+        assert poptorch.inferenceModel(Adder(), opts)(x, y).dtype == torch.float32
+    opts = poptorch.Options()
+    opts.Precision.halfFloatCasting(poptorch.HalfFloatCastingBehavior.FloatDowncastToHalf)
+    with pytest.raises(poptorch.Error, match=r"^Precision.halfFloatCasting\(FloatDowncastToHalf"
+                       r"\) is not supported: PopTorch follows PyTorch's type promotion"):
+        poptorch.inferenceModel(Adder(), opts)(x, y)
+
+
+class HalfBatchNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+        self.bn = torch.nn.BatchNorm1d(8)
+
+    def forward(self, x):
+        out = self.bn(self.fc(x))
+        return out, out.float().square().mean()
+
+
+def test_running_statistics_always_float():
+    """False (PyTorch's behaviour) keeps the statistics in their buffers' dtype; True is
+    refused with the way to get float32 statistics, which this test follows: a float32
+    BatchNorm in a float16 model trains with float32 running statistics."""
+    torch.manual_seed(0)
+    x = torch.randn(16, 8).half()
+    opts = poptorch.Options()
+    opts.Precision.runningStatisticsAlwaysFloat(True)
+    with pytest.raises(poptorch.Error, match=r"runningStatisticsAlwaysFloat\(True\) is not "
+                       r"supported: .* keep the batch-norm layer in float32"):
+        poptorch.trainingModel(HalfBatchNorm().half(), opts)(x)
+    for keep_float in (False, True):
+        model = HalfBatchNorm().half()
+        if keep_float:
+            model.bn.float()
+        opts = poptorch.Options()
+        opts.Precision.runningStatisticsAlwaysFloat(False)
+        ipu = poptorch.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.0))
+        out, _ = ipu(x)
+        ipu.copyWeightsToHost()
+        assert out.dtype == torch.float16
+        dtype = torch.float32 if keep_float else torch.float16
+        assert model.bn.running_mean.dtype == model.bn.running_var.dtype == dtype
+        batch = model.fc(x).float()
+        torch.testing.assert_close(model.bn.running_mean.float(), 0.1 * batch.mean(0),
+                                   rtol=1e-2, atol=1e-3)
