@@ -398,3 +398,21 @@ def test_running_statistics_always_float():
         batch = model.fc(x).float()
         torch.testing.assert_close(model.bn.running_mean.float(), 0.1 * batch.mean(0),
                                    rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize("partials", [None, torch.half])
+def test_partials_type_convolution(partials):
+    """A convolution summing 256 x 9 products (about 600) in fp16 partials."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(256, 4, 3, bias=False).half()
+    with torch.no_grad():
+        conv.weight.uniform_(0, 1)
+    x = torch.rand(1, 256, 6, 6).half()
+    opts = poptorch.Options()
+    if partials is not None:
+        opts.Precision.setPartialsType(partials)
+    out = poptorch.inferenceModel(conv, opts)(x)
+    exact = torch.nn.functional.conv2d(x.double(), conv.weight.double())
+    error = ((out.double() - exact).abs() / exact).max().item()
+    assert (error > 2e-3) == (partials is torch.half)
+    assert error < 1e-2

@@ -42,17 +42,21 @@ def _product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 HALF_PARTIALS_DEPTH = 16
 
 
-def _matmul_static(op) -> dict:
-    """The ranks to align, and whether f16 partials accumulate the product."""
-    static = broadcast_ranks(op)
+def partials_static(op) -> dict:
+    """{"half_partials": True} for an AMP op tagged `ipu.partials_type = f16`."""
     partials = op.attributes["ipu.partials_type"] if "ipu.partials_type" in op.attributes \
         else None
     if partials is not None and isinstance(ir.TypeAttr(partials).value, ir.F16Type):
-        static["half_partials"] = True
-    return static
+        return {"half_partials": True}
+    return {}
 
 
-def _half_product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+def _matmul_static(op) -> dict:
+    """The ranks to align, and whether f16 partials accumulate the product."""
+    return {**broadcast_ranks(op), **partials_static(op)}
+
+
+def half_product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """lhs @ rhs (f16) with the running sum over K kept in f16."""
     lhs, rhs = lhs.astype(np.float32), rhs.astype(np.float32)
     depth = HALF_PARTIALS_DEPTH
@@ -67,7 +71,7 @@ def _half_product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 def matmul(lhs, rhs, ranks=None, out_rank=None, half_partials=False):
     lhs, rhs = align((lhs, rhs), ranks, out_rank)
     if lhs.dtype == np.float16 and half_partials:
-        return _half_product(lhs, rhs)
+        return half_product(lhs, rhs)
     if lhs.dtype == np.float16:  # accumulate in float32, as the IPU's AMP does
         return _product(lhs.astype(np.float32), rhs.astype(np.float32)).astype(np.float16)
     return _product(lhs, rhs)
