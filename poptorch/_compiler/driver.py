@@ -91,7 +91,7 @@ def user_location(loc: ir.Location) -> str:
     return f"{found[0].filename}:{found[0].start_line}" if found else ""
 
 
-def _trap_location(loc: ir.Location) -> str:
+def trap_location(loc: ir.Location) -> str:
     """Where a floating-point exception points: the user's line, else the location."""
     return user_location(loc) or str(loc)
 
@@ -213,7 +213,7 @@ def compile_captured(captured, dump_dir: str | None = None,
             progress.start("jit")
         start = time.perf_counter()
         text = module.operation.get_asm(enable_debug_info=True)
-        program = compile_module(module, key=text, locate=_trap_location)
+        program = compile_module(module, key=text, locate=trap_location)
         timings["jit"] = time.perf_counter() - start
         if progress:
             progress.done()

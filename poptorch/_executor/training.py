@@ -27,6 +27,7 @@ from torch.utils import _pytree as pytree
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
+from poptorch._compiler import driver
 from poptorch._compiler.optimizer_program import GLOBAL, OptimizerSpec, describe
 from poptorch._executor import batches, figures, input_updates, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
@@ -182,7 +183,7 @@ class TrainingExecutor(PoplarExecutor):
             summing = compile_module(
                 self._compiled.module, "main",
                 {first + index: reduction for index, name in enumerate(captured.trainable)
-                 if name in summed}, replicas)
+                 if name in summed}, replicas, locate=driver.trap_location)
         return summed, summing
 
     def _main_program(self) -> Program:

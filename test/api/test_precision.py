@@ -416,3 +416,45 @@ def test_partials_type_convolution(partials):
     error = ((out.double() - exact).abs() / exact).max().item()
     assert (error > 2e-3) == (partials is torch.half)
     assert error < 1e-2
+
+
+class TwoStages(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(4, 4)
+        self.b = poptorch.BeginBlock(torch.nn.Linear(4, 4), ipu_id=1)
+
+    def forward(self, x):
+        h = self.b(self.a(x))
+        return h * 1e30  # overflows float32 on IPU 1
+
+
+def test_floating_point_exceptions_pipelined_with_replicas():
+    """In a stage on IPU 1 of a pipelined model, with replicas and device iterations."""
+    torch.manual_seed(0)
+    opts = poptorch.Options().deviceIterations(2).replicationFactor(2)
+    opts.Precision.enableFloatingPointExceptions(True)
+    ipu = poptorch.inferenceModel(TwoStages(), opts)
+    x = torch.randn(8, 4)
+    with pytest.raises(poptorch.Error, match=r"test_precision.py:\d+: floating-point exception "
+                       r"\(overflow\): ipu.mul produced inf"):
+        ipu(x * 1e10)
+    assert ipu._compiled.module_text.count("call @main_stage") == 2
+
+
+def test_automatic_loss_scaling_with_accumulation_and_replicas():
+    """The scale halves on the overflowing first step also when the gradients are
+    accumulated over micro-batches and reduced over replicas; weights stay finite."""
+    torch.manual_seed(0)
+    model = HalfRegressor().half()
+    opts = poptorch.Options().replicationFactor(2)
+    opts.Training.gradientAccumulation(2)
+    opts.Training.setAutomaticLossScaling(True)
+    optimizer = poptorch.optim.SGD(model.parameters(), lr=0.001, loss_scaling=60000.0)
+    ipu = poptorch.trainingModel(model, opts, optimizer)
+    x, y = torch.randn(16, 6).half() * 10, torch.randn(16, 2).half() * 10
+    for _ in range(8):
+        ipu(x, y)
+        assert all(torch.isfinite(p).all() for p in model.parameters())
+    scale = float(optimizer.state_dict()["ipu_state"]["automatic_loss_scaling.scale"])
+    assert scale < 60000.0 / 8
