@@ -92,6 +92,11 @@ def user_location(loc: ir.Location) -> str:
     return f"{found[0].filename}:{found[0].start_line}" if found else ""
 
 
+def trap_location(loc: ir.Location) -> str:
+    """Where a floating-point exception points: the user's line, else the location."""
+    return user_location(loc) or str(loc)
+
+
 def _step_name(step: str) -> str:
     """The pass a pipeline step runs, without options or anchors (for file names)."""
     name = re.sub(r"\{[^}]*\}", "", step)
@@ -209,7 +214,7 @@ def compile_captured(captured, dump_dir: str | None = None,
             progress.start("jit")
         start = time.perf_counter()
         text = module.operation.get_asm(enable_debug_info=True)
-        program = compile_module(module, key=text)
+        program = compile_module(module, key=text, locate=trap_location)
         timings["jit"] = time.perf_counter() - start
         if progress:
             progress.done()

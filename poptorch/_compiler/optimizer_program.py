@@ -73,8 +73,11 @@ def _public_name(cls: type) -> str:
     return f"{module}.{cls.__qualname__}"
 
 
-def describe(optimizer: torch.optim.Optimizer) -> OptimizerSpec:
-    """Validate `optimizer` and record what its `optimizer_step` program needs."""
+def describe(optimizer: torch.optim.Optimizer,
+             automatic_loss_scaling: bool = False) -> OptimizerSpec:
+    """Validate `optimizer` and record what its `optimizer_step` program needs. With
+    `automatic_loss_scaling` the program takes loss_scaling as an argument, whatever the
+    optimizer says: the executor passes the automatic scale the gradients carry."""
     builtin = _builtin(optimizer)
     if builtin is None:
         names = ", ".join(sorted({f"{c.__module__}.{c.__name__}" for c in _BUILTINS}))
@@ -90,7 +93,7 @@ def describe(optimizer: torch.optim.Optimizer) -> OptimizerSpec:
             if group.get(name):
                 raise Error(f"{builtin.__name__}: {name}=True (param group {i}) is not "
                             f"supported on the IPU; use {name}=False")
-    return OptimizerSpec(optimizer, builtin)
+    return OptimizerSpec(optimizer, builtin, automatic_loss_scaling)
 
 
 def _is_variable(optimizer: torch.optim.Optimizer, builtin: type, attr: str) -> bool:
@@ -118,7 +121,8 @@ class OptimizerSpec:
     torch.optim alike), `compiled_with` the class it was described from.
     """
 
-    def __init__(self, optimizer: torch.optim.Optimizer, builtin: type) -> None:
+    def __init__(self, optimizer: torch.optim.Optimizer, builtin: type,
+                 automatic_loss_scaling: bool = False) -> None:
         self.family = _BUILTINS[builtin]
         self.kind = builtin.__name__
         self.compiled_with = _public_name(type(optimizer))
@@ -129,7 +133,8 @@ class OptimizerSpec:
         keys = [(GLOBAL, n) for n in _GLOBAL_HYPERS
                 if n != "max_weight_norm" or self.family == "lamb"]
         keys += [(g, n) for g in range(self.groups) for n in hypers]
-        variable = {k for k in keys if _is_variable(optimizer, builtin, _attr(k[1]))}
+        variable = {k for k in keys if _is_variable(optimizer, builtin, _attr(k[1]))
+                    or (automatic_loss_scaling and k == (GLOBAL, "loss_scaling"))}
         self.constants = {k: self.current(optimizer, *k) for k in keys if k not in variable}
         self.flags = self._flags(optimizer)
         self.momentum = {g: (g, "momentum") in variable or self.constants.get(

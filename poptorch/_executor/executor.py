@@ -34,7 +34,7 @@ from poptorch._executor.weights import DeviceWeights
 from poptorch._frontend import capture
 from poptorch.enums import ConnectionType
 from poptorch.errors import Error
-from poptorch.options import Options, strategies
+from poptorch.options import Options, precision, strategies
 from poptorch.options.categories import check_str
 from poptorch.runtime.jit.codegen.fusion import kernel_directory
 from poptorch.runtime.jit.program import Program
@@ -155,8 +155,8 @@ class PoplarExecutor(user_api.ExecutorExtras):
         m_args, m_kwargs = pytree.tree_unflatten(micro, spec)
         model = grouping.per_replica_model(self._model, self._groupings)
         micro_batches = self._accumulation() if self._training else opts.device_iterations
-        multi_ipu = strategies.multi_ipu_steps(opts.execution_strategy, micro_batches,
-                                                opts.auto_round_num_ipus)
+        multi_ipu = [precision.pipeline_step(opts), *strategies.multi_ipu_steps(
+            opts.execution_strategy, micro_batches, opts.auto_round_num_ipus)]
         _logging.configure(opts)
         start = time.perf_counter()
         # compiled kernels are kept in, and loaded from, the executable cache too

@@ -27,6 +27,7 @@ from torch.utils import _pytree as pytree
 from torch_mlir import ir
 from torch_mlir.dialects import func
 
+from poptorch._compiler import driver
 from poptorch._compiler.optimizer_program import GLOBAL, OptimizerSpec, describe
 from poptorch._executor import figures, host_io, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
@@ -40,7 +41,9 @@ from poptorch.enums import MeanReductionStrategy, ReductionType
 from poptorch.errors import Error
 from poptorch.optim import IPU_KEYS, _IpuOptimizer, load_torch_state
 from poptorch.options import Options
+from poptorch.passes.precision import Precision
 from poptorch.runtime.jit.program import Program, compile_module
+from poptorch.runtime.jit.random import device_random
 
 
 @dataclass
@@ -120,7 +123,7 @@ class TrainingExecutor(PoplarExecutor):
 
     def _compile_optimizer(self) -> None:
         self._check_in_model(self._optimizer, "trainingModel")
-        spec = describe(self._optimizer)
+        spec = describe(self._optimizer, self._options.Training.automatic_loss_scaling)
         self._check_grouped_clipping(spec)
         captured = self._compiled.captured
         groups = self._param_groups()
@@ -133,6 +136,9 @@ class TrainingExecutor(PoplarExecutor):
                 params.append((name, groups.get(id(host), 0), _tensor_type(array)))
             module = ir.Module.create()
             spec.emit(module, params)
+            # the weight update rounds to f16 stochastically too (enableStochasticRounding)
+            Precision(stochastic_rounding=self._options.Precision.stochastic_rounding).run(
+                module.operation)
             update_cycles = figures.optimizer_cycles(
                 symbol_table(module.operation)["optimizer_step"],
                 [name for name, _, _ in params],
@@ -177,7 +183,7 @@ class TrainingExecutor(PoplarExecutor):
             summing = compile_module(
                 self._compiled.module, "main",
                 {first + index: reduction for index, name in enumerate(captured.trainable)
-                 if name in summed}, replicas)
+                 if name in summed}, replicas, locate=driver.trap_location)
         return summed, summing
 
     def _main_program(self) -> Program:
@@ -352,26 +358,42 @@ class TrainingExecutor(PoplarExecutor):
             if self._options.Training.automatic_loss_scaling else self._loss_scaling()
         return np.full(self._compiled.captured.loss_shape, scaling, dtype=np.float32)
 
-    # Automatic loss scaling (setAutomaticLossScaling): a dynamic scale that halves on a
-    # gradient overflow (skipping that step) and doubles after GROWTH_INTERVAL good steps.
+    # Automatic loss scaling (setAutomaticLossScaling), PyTorch's dynamic scheme
+    # (torch.amp.GradScaler) rather than PopART's histogram one: the gradients carry the
+    # automatic scale, which the step's program un-scales them by (the optimizer's
+    # loss_scaling is its argument, `describe`); an overflow, in the gradients or in the
+    # updated weights, skips the step and halves the scale; GROWTH_INTERVAL good steps
+    # double it.
     GROWTH_INTERVAL = 20
 
-    def _rescale(self, grads: list[np.ndarray]) -> bool:
-        """Check the scaled gradients; bring them to the optimizer's own loss scaling (which
-        its program divides by) in place. False when they overflowed."""
+    def _hyper(self) -> list[np.ndarray]:
+        """The step's hyper-parameters: the automatic scale as its loss_scaling."""
         state = self._optimizer_state
-        if not all(np.isfinite(g).all() for g in grads):
+        hyper = list(state.hyper)
+        if self._options.Training.automatic_loss_scaling:
+            where = self._programs.spec.hyper_layout().index((GLOBAL, "loss_scaling"))
+            hyper[where] = np.asarray(state.auto_scale, np.float32)
+        return hyper
+
+    def _overflowed(self, arrays: list[np.ndarray]) -> bool:
+        """With automatic loss scaling, whether `arrays` hold an inf or NaN: the step is
+        then skipped and the scale halved. False (and the scale maybe doubled) else."""
+        if not self._options.Training.automatic_loss_scaling:
+            return False
+        state = self._optimizer_state
+        if not all(np.isfinite(a).all() for a in arrays):
             state.auto_scale /= 2
             state.good_steps = 0
-            return False
-        factor = self._loss_scaling() / state.auto_scale
-        for g in grads:
-            g *= g.dtype.type(factor)
-        state.good_steps += 1
-        if state.good_steps >= self.GROWTH_INTERVAL:
-            state.auto_scale *= 2
-            state.good_steps = 0
-        return True
+            return True
+        return False
+
+    def _good_step(self) -> None:
+        state = self._optimizer_state
+        if self._options.Training.automatic_loss_scaling:
+            state.good_steps += 1
+            if state.good_steps >= self.GROWTH_INTERVAL:
+                state.auto_scale *= 2
+                state.good_steps = 0
 
     def _parameters(self) -> dict[str, torch.Tensor]:
         """The host parameters by name, as the optimizer's param groups hold them."""
@@ -420,15 +442,18 @@ class TrainingExecutor(PoplarExecutor):
             for i, g in zip(rest, programs.reduce.run(*(grads[i] for i in rest)), strict=True):
                 reduced[i] = (grouping.per_group(self._groupings, names[i], np.asarray(g))
                               if names[i] in self._groupings else np.array(np.asarray(g)[0]))
-        if self._options.Training.automatic_loss_scaling and not self._rescale(reduced):
-            return  # overflow: the step is skipped and the loss scale halved
+        if self._overflowed(reduced):
+            return  # the step is skipped and the loss scale halved
         layout = programs.spec.state_layout()
         state = self._optimizer_state
         arrays = self._device_weights.arrays
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), device_random(self._random, 1):
             results = programs.step.run(
                 *(grouping.per_group(self._groupings, n, arrays[n]) for n in names), *reduced,
-                *(state.arrays[key] for key in layout), *state.hyper)
+                *(state.arrays[key] for key in layout), *self._hyper())
+        if self._overflowed([np.asarray(r) for r in results[:len(names)]]):
+            return  # never an inf or NaN in the weights
+        self._good_step()
         self._device_weights.store_weights(
             (name, grouping.per_replica(self._groupings, name, np.asarray(value)))
             for name, value in zip(names, results[:len(names)], strict=True))

@@ -50,6 +50,7 @@ from poptorch._frontend import (
     arg_parsers,
     batch_norm,
     ctc_loss,
+    half_parameters,
     model_code,
     static_ops,
     tied,
@@ -281,14 +282,15 @@ def tracing_contexts(model: torch.nn.Module) -> list:
     torch.distributions without its argument checks; PopTorch's static forms of some
     torch calls (`static_ops.StaticShapes`); the refusal of the upsampling modes PopTorch
     refuses (`upsample_modes`); CTC loss in tensor ops (`ctc_loss`); and the refusal of
-    cumulative batch-norm statistics (`batch_norm`)."""
+    cumulative batch-norm statistics (`batch_norm`); float32 parameters of layers on
+    float16 inputs cast to float16 (`half_parameters`)."""
     return [_capturing(), fxtb.preserve_node_meta(), capture_scope(model),
             torch.backends.mkldnn.flags(enabled=False), sdpa_kernel([SDPBackend.MATH]),
             _compiling_state_context(), model_code.input_layouts_kept(model),
             _unchecked_distributions(), static_ops.StaticShapes(model_code.library_file),
             upsample_modes.RefuseUpsampling(model_code.running_user_line),
             ctc_loss.CtcLossInTensorOps(model_code.running_user_line),
-            batch_norm.constant_momentum(model)]
+            batch_norm.constant_momentum(model), half_parameters.HalfParameters()]
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ from poptorch.dialects import op_class
 from poptorch.dialects.data_movement import ConcatOp
 from poptorch.dialects.elementwise import BINARY_OPS
 from poptorch.dialects.linear import MatMulOp
+from poptorch.dialects.types import numpy_dtype
 from poptorch.errors import Error
 from poptorch.runtime.jit.codegen.fusion.cache import groups_data, groups_from, read_index
 from poptorch.runtime.jit.codegen.fusion.compiled import compile_kernels
@@ -32,6 +33,8 @@ from poptorch.runtime.jit.control_flow import REGION_OPS, control_statement, nes
 from poptorch.runtime.jit.heap import keep_freed_memory
 from poptorch.runtime.jit.kernels import HELPERS, Kernel, kernel_of
 
+# module attributes of ipu-precision that need every op run on its own
+_UNFUSED = ("ipu.floating_point_exceptions", "ipu.stochastic_rounding")
 # sums and differences, which commute with a sum over replicas (`summands`)
 _LINEAR = (BINARY_OPS["add"], BINARY_OPS["sub"])
 
@@ -67,6 +70,7 @@ class _Codegen:
         self.contiguous: set[ir.Operation] = set()  # views copied where made (`shared_views`)
         self.index = index  # an earlier compile's groups (`cache.read_index`), if any
         self.found: list[list[dict]] = []  # each function's groups, as `groups_data`
+        self.locate: Callable[[ir.Location], str] | None = None  # fp_check's, when on
 
     def literal(self, value: Any) -> str:
         if value is None or isinstance(value, bool | int | float | str | slice):
@@ -126,6 +130,8 @@ class _Codegen:
                 self.lines.append("    " + self.fused_call(emitted[op.operation], value_name))
             elif op.operation not in skipped:
                 self.lines.append("    " + self.statement(op, value_name))
+                if self.locate is not None and op.results and op.name != "func.call":
+                    self.lines.append("    " + self.fp_check(op, value_name))
         self.lines.append("")
 
     def find_groups(self, block: ir.Block) -> list[Group]:
@@ -293,9 +299,16 @@ class _Codegen:
                           **static}
             pyname = self.use(name, called)
             kwargs = [f"{key}={self.literal(v)}" for key, v in static.items()]
-            dead = self.reusable_operand(op) if k.takes_out else None
+            stochastic = "ipu.stochastic_rounding" in op.attributes
+            dead = self.reusable_operand(op) if k.takes_out and not stochastic else None
             if dead is not None:
                 kwargs.append(f"out={value_name(dead)}")
+            if stochastic:  # computed in f32, f16 results rounded (kernels/precision.py)
+                args.insert(0, pyname)
+                rounded = tuple(numpy_dtype(r.type.element_type) == np.float16
+                                for r in op.results)
+                kwargs.append(f"rounded={self.literal(rounded)}")
+                pyname = self.use("stochastic_rounding", HELPERS["stochastic_rounding"])
             call = f"{pyname}({', '.join(args + kwargs)})"
         results = [value_name(r) for r in op.results]
         if not results:
@@ -305,6 +318,14 @@ class _Codegen:
         if name == "func.call" and len(results) == 1:
             return f"{results[0]}, = {call}"
         return f"{', '.join(results)} = {call}"
+
+    def fp_check(self, op: ir.OpView, value_name) -> str:
+        """The line trapping an inf or NaN this op makes (Precision option)."""
+        check = self.use("fp_check", HELPERS["fp_check"])
+        operands = "".join(f"{value_name(v)}, " for v in self.operands(op))
+        results = "".join(f"{value_name(r)}, " for r in op.results)
+        where = self.locate(op.location)
+        return f"{check}(({operands}), ({results}), {op.operation.name!r}, {where!r})"
 
     def use(self, name: str, kernel: Kernel) -> str:
         """The Python name the program calls `kernel` (of op or helper `name`) by."""
@@ -356,7 +377,8 @@ class _Codegen:
 
 def compile_module(module: ir.Module, entry: str = "main",
                    summed: Mapping[int, str] | None = None, replicas: int = 1,
-                   fuse: bool = True, key: str | None = None) -> Program:
+                   fuse: bool = True, key: str | None = None,
+                   locate: Callable[[ir.Location], str] = str) -> Program:
     """Generate, compile and load the Python program of `module`.
 
     `summed`: results of `entry` (by index) to return reduced over all `replicas` by
@@ -365,12 +387,18 @@ def compile_module(module: ir.Module, entry: str = "main",
     replica's value). `fuse`: group elementwise ops into compiled kernels (`fusion`);
     without it every op is a NumPy kernel call. `key`: the module's printed text, when
     the caller has it: the executable cache directory then indexes the compiled
-    kernels by it (`compiled.compile_kernels`)."""
+    kernels by it (`compiled.compile_kernels`). A module tagged by ipu-precision
+    (floating-point exceptions, stochastic rounding) runs op by op, unfused; `locate`
+    names an op's location in its floating-point exception."""
     keep_freed_memory()
+    attrs = module.operation.attributes
+    fuse = fuse and not any(name in attrs for name in _UNFUSED)
     if key is not None:  # what else decides the groups
         key = f"{entry} {sorted((summed or {}).items())} {replicas}\n{key}"
     gen = _Codegen(entry, summed or {}, replicas, fuse,
                    read_index(key) if key is not None and fuse else None)
+    if "ipu.floating_point_exceptions" in attrs:
+        gen.locate = locate
     for op in module.body.operations:
         if op.operation.name == "func.func" and op.regions[0].blocks:
             gen.function(op)

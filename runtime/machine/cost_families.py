@@ -21,7 +21,8 @@ to its op's particulars with `functools.partial`).
   mb = min(M, ceil(sqrt(A))), nb = min(N, ceil(A / mb)); each of the d tiles of a block
   takes k = ceil(K / d) of K. compute = ceil(g*mb*nb*k / AMP MACs a cycle); the tile
   receives its operand slabs, `recv = g*(mb + nb)*k*b` bytes. With d > 1 a second step
-  sums the fp32 partials: each tile receives and adds ceil(g*mb*nb*(d-1)/d) of them.
+  sums the fp32 partials (fp16 ones with `ipu.partials_type = f16`): each tile receives
+  and adds ceil(g*mb*nb*(d-1)/d) of them.
 - Gathers (gather, index_select, index, embedding_bag, scatter, index_put): a tile
   copies its e result elements (`ceil(e*b / memcpyBytesPerCycle)`) and receives them
   plus the indices: `recv = e*b + index bytes`.
@@ -116,12 +117,22 @@ def amp_plan(p: Plan, dims: Dims, depth_split: int) -> tuple[OpCost, int]:
     compute = math.ceil(products * block_rows * block_cols * part / rate)
     received = products * (block_rows + block_cols) * part * p.bytes_of(0)
     reduction = (0, 0)
-    if depth_split > 1:  # each of the split's tiles sums 1/d of the others' fp32 partials
+    if depth_split > 1:  # each of the split's tiles sums 1/d of the others' partials
         partials = products * block_rows * block_cols
         share = math.ceil(partials * (depth_split - 1) / depth_split)
-        compute += vector_cycles(share, (1, p.machine.dataPathWidth // 32), p.machine)
-        reduction = (share * 4, partials * 4)
+        # fp32 partials, or fp16 ones (Precision.setPartialsType(torch.half), ipu-precision's
+        # `ipu.partials_type`): half the bytes (the spec: "reduces on-chip memory use") and
+        # twice the elements a vector op adds (dataPathWidth / 16 halves, / 32 floats)
+        width = 16 if _half_partials(p.op) else 32
+        compute += vector_cycles(share, (1, p.machine.dataPathWidth // width), p.machine)
+        reduction = (share * width // 8, partials * width // 8)
     return p.serialised(compute, received, part, tiles * depth_split, reduction)
+
+
+def _half_partials(op: ir.Operation) -> bool:
+    attrs = op.attributes
+    return "ipu.partials_type" in attrs and isinstance(
+        ir.TypeAttr(attrs["ipu.partials_type"]).value, ir.F16Type)
 
 
 def amp(p: Plan, dims: Callable[[Plan], Dims]) -> OpCost:

@@ -21,6 +21,7 @@ from poptorch.runtime.jit.kernels import (  # noqa: F401 - each registers its ke
     indexing,
     linear,
     optimizer,
+    precision,
     reduction,
     structure,
 )

@@ -32,7 +32,8 @@ from poptorch.dialects.convolution import (
     UpsampleNearestOp,
     pool_output_size,
 )
-from poptorch.runtime.jit.kernels.common import leading
+from poptorch.runtime.jit.kernels.common import attributes, leading
+from poptorch.runtime.jit.kernels.linear import half_product, partials_static
 from poptorch.runtime.jit.kernels.registry import kernel
 
 
@@ -82,12 +83,16 @@ def _rounded(y, dtype):
     return y if dtype is None else y.astype(dtype)
 
 
-def gemms(w, cols):
+def gemms(w, cols, half_partials=False):
     """`w[r, g] @ cols[r, g]` for w (1 or L, G, M, K) and cols (L, G, K, P), one BLAS gemm
-    each (measured: as fast as NumPy's stacked matmul for thin products, faster for wide)."""
+    each (measured: as fast as NumPy's stacked matmul for thin products, faster for wide);
+    with `half_partials` the sums over K are f16 (`linear.half_product`)."""
     y = np.empty(cols.shape[:2] + (w.shape[2], cols.shape[3]), dtype=cols.dtype)
     for r, g in np.ndindex(*cols.shape[:2]):
-        np.matmul(w[r % w.shape[0], g], cols[r, g], out=y[r, g])
+        if half_partials:
+            y[r, g] = half_product(w[r % w.shape[0], g], cols[r, g])
+        else:
+            np.matmul(w[r % w.shape[0], g], cols[r, g], out=y[r, g])
     return y
 
 
@@ -103,7 +108,7 @@ def im2col(xp, groups, kernel_size, strides, dilations, outputs):
     return cols.reshape(lx, groups, c // groups * math.prod(kernel_size), -1)
 
 
-def _conv(x, w, strides, padding_low, padding_high, dilations, groups):
+def _conv(x, w, strides, padding_low, padding_high, dilations, groups, half_partials=False):
     """x (L, N, C, *S), w (1 or L, C_out, C / groups, *K) -> (L, N, C_out, *O)."""
     lx, n = x.shape[:2]
     lw, c_out, c_in = w.shape[:3]
@@ -121,15 +126,21 @@ def _conv(x, w, strides, padding_low, padding_high, dilations, groups):
             y += np.multiply(scale, xp[(Ellipsis, *window)], out=product)
         return y.reshape((lx, n, c_out) + outputs)
     cols = im2col(xp, groups, kernel_size, strides, dilations, outputs)
-    y = gemms(w.reshape(lw, groups, c_out // groups, -1), cols)
+    y = gemms(w.reshape(lw, groups, c_out // groups, -1), cols, half_partials)
     y = y.reshape((lx, c_out, n) + outputs)
     return np.moveaxis(y, 2, 1).reshape((lx, n, c_out) + outputs)
 
 
-@kernel(ConvOp, fresh=True)
-def conv(x, w, strides, padding_low, padding_high, dilations, groups):
+def _conv_static(op) -> dict:
+    """The op's attributes, and whether f16 partials accumulate it (ipu-precision)."""
+    return {**attributes(op), **partials_static(op)}
+
+
+@kernel(ConvOp, static=_conv_static, fresh=True)
+def conv(x, w, strides, padding_low, padding_high, dilations, groups, half_partials=False):
     return _batched(_conv, x, w, len(strides), strides=strides, padding_low=padding_low,
-                    padding_high=padding_high, dilations=dilations, groups=groups)
+                    padding_high=padding_high, dilations=dilations, groups=groups,
+                    half_partials=half_partials and x.dtype == np.float16)
 
 
 def _conv_transpose(x, w, strides, padding, output_padding, dilations, groups):

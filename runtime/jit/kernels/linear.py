@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from torch_mlir import ir
 
 from poptorch.dialects.linear import MatMulOp
 from poptorch.runtime.jit.kernels.common import align, broadcast_ranks
@@ -34,16 +35,51 @@ def _product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return rows.reshape(lhs.shape[:-1] + (matrix.shape[-1],))
 
 
-@kernel(MatMulOp, static=broadcast_ranks, fresh=True)
-def matmul(lhs, rhs, ranks=None, out_rank=None):
+# Half partials (Precision.setPartialsType(torch.half)): the running sum over K is an
+# f16 value, rounded after each AMP pass over HALF_PARTIALS_DEPTH products (summed in
+# f32 within the pass). 16: the AMP's depth of half inputs per pass, an assumption (no
+# public figure); 1 would be a plain f16 dot product.
+HALF_PARTIALS_DEPTH = 16
+
+
+def partials_static(op) -> dict:
+    """{"half_partials": True} for an AMP op tagged `ipu.partials_type = f16`."""
+    partials = op.attributes["ipu.partials_type"] if "ipu.partials_type" in op.attributes \
+        else None
+    if partials is not None and isinstance(ir.TypeAttr(partials).value, ir.F16Type):
+        return {"half_partials": True}
+    return {}
+
+
+def _matmul_static(op) -> dict:
+    """The ranks to align, and whether f16 partials accumulate the product."""
+    return {**broadcast_ranks(op), **partials_static(op)}
+
+
+def half_product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """lhs @ rhs (f16) with the running sum over K kept in f16."""
+    lhs, rhs = lhs.astype(np.float32), rhs.astype(np.float32)
+    depth = HALF_PARTIALS_DEPTH
+    total = _product(lhs[..., :depth], rhs[..., :depth, :]).astype(np.float16)
+    for k in range(depth, lhs.shape[-1], depth):
+        chunk = _product(lhs[..., k:k + depth], rhs[..., k:k + depth, :])
+        total = (total.astype(np.float32) + chunk).astype(np.float16)
+    return total
+
+
+@kernel(MatMulOp, static=_matmul_static, fresh=True)
+def matmul(lhs, rhs, ranks=None, out_rank=None, half_partials=False):
     lhs, rhs = align((lhs, rhs), ranks, out_rank)
+    if lhs.dtype == np.float16 and half_partials:
+        return half_product(lhs, rhs)
     if lhs.dtype == np.float16:  # accumulate in float32, as the IPU's AMP does
         return _product(lhs.astype(np.float32), rhs.astype(np.float32)).astype(np.float16)
     return _product(lhs, rhs)
 
 
 @helper("matmul_replica_sum")
-def matmul_replica_sum(lhs, rhs, reduction, rank, replicas, ranks=None, out_rank=None):
+def matmul_replica_sum(lhs, rhs, reduction, rank, replicas, ranks=None, out_rank=None,
+                       half_partials=False):
     """`replica_sum` of `matmul`: when both operands are matrices with a replica axis,
     sum_r lhs_r @ rhs_r is one gemm over all replicas' rows of the contracted dim
     (R small products written out and summed, as a weight gradient's matmul and its
@@ -57,4 +93,4 @@ def matmul_replica_sum(lhs, rhs, reduction, rank, replicas, ranks=None, out_rank
         if reduction == "mean":
             total /= np.float32(replicas)
         return total
-    return replica_sum(matmul(lhs, rhs), reduction, rank, replicas)
+    return replica_sum(matmul(lhs, rhs, half_partials=half_partials), reduction, rank, replicas)
