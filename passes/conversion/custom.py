@@ -32,8 +32,10 @@ from .common import Builder
 
 
 def _list_tensors(b: Builder, value: ir.Value) -> list[ir.Value]:
+    """The builtin tensors of a `torch.prim.ListConstruct` (it checks, then builds)."""
     owner = value.owner
-    if not (isinstance(owner, ir.OpView) and owner.operation.name == "torch.prim.ListConstruct"):
+    if not (isinstance(owner, ir.OpView) and owner.operation.name == "torch.prim.ListConstruct"
+            and all(b.is_tensor(v) for v in owner.operands)):
         raise Unsupported("its inputs are not a list of tensors")
     return [b.tensor(v) for v in owner.operands]
 
@@ -51,20 +53,27 @@ def attribute(value: Any) -> ir.Attribute:
     return ir.StringAttr.get(value)
 
 
+def _spec(b: Builder, value: ir.Value) -> dict[str, Any]:
+    try:
+        return json.loads(b.scalar(value))
+    except (json.JSONDecodeError, TypeError) as err:
+        raise Unsupported(f"its spec is not JSON ({err})") from None
+
+
 def _custom(op: ir.OpView, b: Builder, gradient: bool) -> list[ir.Value]:
-    tensors = _list_tensors(b, op.operands[0])
-    name, domain, version, spec = (b.scalar(v) for v in op.operands[1:5])
-    attrs = json.loads(spec)["attributes"]
+    name, domain, version = (b.scalar(v) for v in op.operands[1:4])
+    attrs = _spec(b, op.operands[4]).get("attributes", {})
     dictionary = ir.DictAttr.get({k: attribute(v) for k, v in attrs.items()})
     results = [b.result_type(i) for i in range(len(op.results))]
+    tensors = _list_tensors(b, op.operands[0])  # (last: it builds casts)
     return list(build_slotted(CustomOp, tensors, results, custom_attributes(
         name, domain, version, dictionary, gradient)).results)
 
 
 def _host_call(op: ir.OpView, b: Builder) -> list[ir.Value]:
-    tensors = _list_tensors(b, op.operands[0])
     callback = b.scalar(op.operands[1])
     results = [b.result_type(i) for i in range(len(op.results))]
+    tensors = _list_tensors(b, op.operands[0])  # (last: it builds casts)
     return list(build_slotted(HostCallOp, tensors, results,
                               {"callback": ir.StringAttr.get(callback)}).results)
 
