@@ -281,3 +281,37 @@ def test_the_machine_model_charges_the_registered_cost():
     # without a cost: one pass of an elementwise op over the result (65536 f32 over all
     # 1472 tiles, 45 a tile, 2 a cycle for each of 6 workers: 6 * ceil(ceil(45/6)/2) = 24)
     assert (default.compute, default.exchange, default.temporary_bytes) == (24, 0, 0)
+
+
+def test_training_pipelined_over_two_ipus_with_gradient_accumulation():
+    class Model(Trained):
+        def forward(self, x, bias, target):
+            with poptorch.Block(ipu_id=0):
+                x, y = poptorch.custom_op([self.ln1(x), bias], "Cube", "com.acme", 1,
+                                          example_outputs=[x, x])
+            with poptorch.Block(ipu_id=1):
+                out = torch.log_softmax(self.ln2(x), 1)
+                loss = torch.nn.functional.nll_loss(out, target) + torch.sum(y) * 0.0001
+            return out, loss
+
+    torch.manual_seed(1)
+    model, reference = Model(), Trained()
+    reference.load_state_dict(model.state_dict())
+    x, bias, target = torch.rand(12, 6), torch.full((12, 6), 0.5), torch.tensor([1, 0, 3] * 4)
+    options = poptorch.Options().deviceIterations(2)
+    options.Training.gradientAccumulation(3)
+    options.setExecutionStrategy(poptorch.PipelinedExecution())
+    trainer = poptorch.trainingModel(model, options,
+                                     optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    trainer(x, bias, target)
+    # each device iteration: one SGD step on the mean of three micro-batches' gradients
+    cpu_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for step in range(2):
+        cpu_optimizer.zero_grad()
+        for micro in range(3):
+            rows = slice(6 * step + 2 * micro, 6 * step + 2 * micro + 2)
+            (reference(x[rows], bias[rows], target[rows])[1] / 3).backward()
+        cpu_optimizer.step()
+    trainer.copyWeightsToHost()
+    torch.testing.assert_close(model.ln1.weight, reference.ln1.weight)
+    torch.testing.assert_close(model.ln2.weight, reference.ln2.weight)

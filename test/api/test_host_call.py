@@ -217,3 +217,46 @@ func.func @f(%x: tensor<1024xf32>) -> tensor<256xf32> {{
                  for n in (4096, 1024)]  # the operand to the host, the result back
     expected = sum(transfers) + math.ceil(HOST_CALL_LATENCY * m.tileClockFrequency)
     assert (cost.compute, cost.exchange, cost.sync) == (0, expected, 0)
+
+
+def test_the_timeline_charges_the_host_call():
+    class Model(torch.nn.Module):
+        def __init__(self, host):
+            super().__init__()
+            self.host = host
+            self.cpu = poptorch.CPU(lambda t: t * 2, "Doubler")
+
+        def forward(self, x):
+            return (self.cpu(x) if self.host else x) + 1
+
+    x = torch.randn(4, 256)
+    cycles = []
+    for host in (True, False):
+        model = poptorch.inferenceModel(Model(host))
+        model(x)
+        cycles.append(model.cycleCount())
+    m = GC200
+    latency = math.ceil(m.hostLinkLatency * m.tileClockFrequency)
+    # 4 KiB to the host and back, and the host's turnaround
+    host_call = 2 * (latency + math.ceil(4096 * m.tileClockFrequency / m.hostLinkBandwidth)) \
+        + math.ceil(HOST_CALL_LATENCY * m.tileClockFrequency)
+    assert cycles[0] - cycles[1] == host_call
+
+
+def test_pipelined_over_two_ipus():
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+            self.cpu = poptorch.CPU(torch.nn.functional.softplus, "Softplus")
+
+        def forward(self, x):
+            with poptorch.Block(ipu_id=0):
+                x = self.fc(x)
+            with poptorch.Block(ipu_id=1):
+                x = self.cpu(x) * 2
+            return x
+
+    options = poptorch.Options().deviceIterations(2)
+    options.setExecutionStrategy(poptorch.PipelinedExecution())
+    check(Model(), torch.randn(8, 4), options=options)
