@@ -315,3 +315,13 @@ def test_training_pipelined_over_two_ipus_with_gradient_accumulation():
     trainer.copyWeightsToHost()
     torch.testing.assert_close(model.ln1.weight, reference.ln1.weight)
     torch.testing.assert_close(model.ln2.weight, reference.ln2.weight)
+
+
+def test_a_compiled_op_unregistered_later_is_an_error_when_it_runs():
+    model = poptorch.inferenceModel(BasicNetwork())
+    x, bias = torch.ones(2, 8), torch.ones(8)
+    model(x, bias)
+    CUSTOM_OPS.clear()  # as in a process that loaded the executable without registering
+    with pytest.raises(poptorch.Error, match=r"^custom op 'Cube' \(domain 'com.acme', version "
+                                             r"1\) is not registered in this process"):
+        model(x, bias)
