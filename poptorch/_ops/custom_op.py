@@ -118,7 +118,11 @@ def _kind(value: Any) -> type | None:
 
 
 def _scalar(value: Any) -> Any:
-    return int(value) if isinstance(value, bool) else value
+    """As PopART holds it: a bool as an int, a float rounded to float32 (Table 4.1), so
+    that the implementation sees the same value on the CPU and in the program."""
+    if isinstance(value, bool):
+        return int(value)
+    return float(np.float32(value)) if isinstance(value, float) else value
 
 
 def _tensors(values: Any, label: str, limit: int, where: str) -> list[torch.Tensor]:

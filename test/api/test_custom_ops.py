@@ -82,6 +82,24 @@ def test_listing_4_25_attribute():
     assert_close(out, torch.tensor([-0.02, -0.01, 0.0, 0.5, 1.0]))
 
 
+def test_floats_are_float32_on_the_cpu_as_in_the_program():
+    seen = []
+
+    def scale(x, factor, factors):
+        seen.append((factor, factors))
+        return x * np.float32(factor)
+
+    poptorch.register_custom_op("Scale", "com.acme", 1, forward=scale)
+
+    def forward(x):
+        return poptorch.custom_op([x], "Scale", "com.acme", 1, example_outputs=[x],
+                                  attributes={"factor": 0.1, "factors": (0.1, 2.0)})[0]
+
+    check(forward, torch.randn(4))
+    tenth = float(np.float32(0.1))
+    assert seen == [(tenth, [tenth, 2.0])] * 2  # on the CPU, then in the program
+
+
 def test_listing_4_26_many_attribute_types():
     class Model(torch.nn.Module):
         def forward(self, x):
