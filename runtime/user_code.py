@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from torch_mlir import ir
+
 from poptorch.errors import Error
 
 
@@ -67,6 +70,25 @@ def custom_op_impl(name: str, domain: str, version: int) -> CustomOpImpl:
             "attributes>, backward=<optional, for training>) before calling the model "
             "(PopTorch loads the op's PopART library with ctypes instead)", type="custom_op")
     return impl
+
+
+def attribute_value(attr: ir.Attribute) -> Any:
+    """An `ipu.custom` attribute (spec Table 4.1) as the Python value its implementation
+    and cost take: a float (float32 precision), an int, a str or a list of one of those."""
+    if isinstance(attr, ir.FloatAttr):
+        return float(np.float32(attr.value))
+    if isinstance(attr, ir.IntegerAttr):
+        return int(attr.value)
+    if isinstance(attr, ir.StringAttr):
+        return attr.value
+    if isinstance(attr, ir.ArrayAttr):
+        return [attribute_value(a) for a in attr]
+    raise TypeError(f"custom op attribute {attr} has no Python form")
+
+
+def attribute_values(attrs: ir.Attribute) -> dict[str, Any]:
+    """The `attrs` dictionary of an `ipu.custom` as keyword arguments."""
+    return {a.name: attribute_value(a.attr) for a in ir.DictAttr(attrs)}
 
 
 HOST_CALLBACKS: dict[str, Callable[..., Any]] = {}

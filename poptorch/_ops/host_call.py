@@ -51,6 +51,7 @@ class CPU:
         if isinstance(layer_to_call, torch.nn.Module):
             layer_to_call.requires_grad_(False)  # as PopTorch: a CPU op is not trained
         self._layer_to_call, self._ID = layer_to_call, ID
+        self._returned_list = False  # the layer returned a list or tuple (at capture)
         HOST_CALLBACKS[ID] = layer_to_call
 
     def __call__(self, *inputs: torch.Tensor):

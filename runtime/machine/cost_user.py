@@ -22,7 +22,7 @@ from torch_mlir import ir
 from poptorch.runtime.machine import cost_families as family
 from poptorch.runtime.machine.plan import OpCost, Plan
 from poptorch.runtime.machine.system import value_bytes
-from poptorch.runtime.user_code import CUSTOM_OPS, CustomOpCost
+from poptorch.runtime.user_code import CUSTOM_OPS, CustomOpCost, attribute_values
 
 # The host's turnaround of one callback: the Poplar host function's synchronisation
 # and the Python call. An assumption, not a published figure (Graphcore documents
@@ -45,17 +45,11 @@ def custom(p: Plan) -> OpCost:
 
 
 def _registered(p: Plan, cost) -> OpCost:
-    attrs = {a.name: _value(a.attr) for a in ir.DictAttr(p.op.attributes["attrs"])}
+    attrs = attribute_values(p.op.attributes["attrs"])
     got = cost([tuple(s) for s in p.shapes], [tuple(s) for s in p.out_shapes], **attrs)
     if not isinstance(got, CustomOpCost):
         got = CustomOpCost(*got)
     return OpCost(compute=int(got.cycles), temporary_bytes=int(got.temporary_bytes))
-
-
-def _value(attr: ir.Attribute):
-    if isinstance(attr, ir.ArrayAttr):
-        return [_value(a) for a in attr]
-    return attr.value
 
 
 def host_call(p: Plan) -> OpCost:

@@ -22,21 +22,12 @@ from poptorch.dialects.custom import CustomOp, HostCallOp
 from poptorch.dialects.types import numpy_dtype
 from poptorch.errors import Error
 from poptorch.runtime.jit.kernels.registry import kernel
-from poptorch.runtime.user_code import custom_op_impl, describe, host_callback
-
-
-def attribute_value(attr: ir.Attribute) -> Any:
-    """A custom op attribute (spec Table 4.1) as the Python value its implementation
-    takes: a float (float32 precision), an int, a str or a list of one of those."""
-    if isinstance(attr, ir.FloatAttr):
-        return float(np.float32(attr.value))
-    if isinstance(attr, ir.IntegerAttr):
-        return int(attr.value)
-    if isinstance(attr, ir.StringAttr):
-        return attr.value
-    if isinstance(attr, ir.ArrayAttr):
-        return [attribute_value(a) for a in attr]
-    raise TypeError(f"custom op attribute {attr} has no Python form")
+from poptorch.runtime.user_code import (
+    attribute_values,
+    custom_op_impl,
+    describe,
+    host_callback,
+)
 
 
 def _results(op: ir.OpView) -> tuple[tuple[tuple[int, ...], np.dtype], ...]:
@@ -53,7 +44,7 @@ def custom_static(op: ir.OpView) -> dict[str, Any]:
     return {"op_name": ir.StringAttr(attrs["op_name"]).value,
             "domain": ir.StringAttr(attrs["domain"]).value,
             "version": ir.IntegerAttr(attrs["domain_version"]).value,
-            "attrs": {a.name: attribute_value(a.attr) for a in ir.DictAttr(attrs["attrs"])},
+            "attrs": attribute_values(attrs["attrs"]),
             "gradient": bool(ir.IntegerAttr(attrs["gradient"]).value),
             "ranks": _ranks(op), "results": _results(op)}
 
