@@ -30,7 +30,7 @@ from poptorch.dialects.reduction import ReduceOp
 from poptorch.dialects.structure import NopOp, PrintOp
 from poptorch.dialects.types import Unsupported
 
-from .conversion import BEFORE_BACKEND, OPERATORS
+from .conversion import BEFORE_BACKEND, OPERATORS, custom
 from .conversion.common import Builder, Patterns, decline_key
 from .import_annotations import annotate
 from .registry import Pass, register
@@ -69,7 +69,8 @@ def identity_loss(op: ir.OpView, b: Builder) -> ir.Value:
 
 LOWERINGS = {"torch.poptorch.nop": nop, "torch.poptorch.ipu_print_tensor": ipu_print_tensor,
              "torch.poptorch.identity_loss": identity_loss,
-             "torch.poptorch.recomputation_checkpoint": recomputation_checkpoint}
+             "torch.poptorch.recomputation_checkpoint": recomputation_checkpoint,
+             **custom.LOWERINGS}
 
 
 UNSUPPORTED = "ipu.unsupported"  # why a lowering declined an opaque aten operator

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from torch_mlir import ir, rewrite
 
+from poptorch.dialects import op_class
 from poptorch.dialects.creation import ConstantOp
+from poptorch.dialects.placement import is_placed
 
 from .conversion import populate_all
 from .conversion.common import FROM_BUILTIN, TO_BUILTIN, Patterns, decline_key
 from .conversion.creation import empty_results
-from .import_annotations import unsupported
+from .import_annotations import ImportAnnotations, unsupported
 from .registry import Pass, register
 
 # torch ops that are not computations: constants and lists that lowerings read, and
@@ -65,8 +67,13 @@ class ConvertTorchToIpu(Pass):
         rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
         fold_cast_pairs(module)
         ipu_constants(module)
+        importer = ImportAnnotations()
         for op in self.walk(module):
             name = op.name
+            if op_class(op) is not None and not is_placed(op):
+                # the placement of the op it replaces, from its location: ops lowered
+                # before (ipu-convert-poptorch-ops: poptorch.nop, custom_op) have theirs
+                importer.import_into(op)
             if not name.startswith("torch.") or name.startswith(KEPT):
                 continue
             reason = patterns.declined.get(decline_key(op))

@@ -56,6 +56,10 @@ _LAZY = {
     "module_repr": "poptorch._executor.user_api",
     "ICustomArgParser": "poptorch._frontend.arg_parsers",
     "registerCustomArgParser": "poptorch._frontend.arg_parsers",
+    "custom_op": "poptorch._ops.custom_op",
+    "register_custom_op": "poptorch._ops.custom_op",
+    "CustomOpCost": "poptorch._ops.custom_op",
+    "CPU": "poptorch._ops.host_call",
 }
 
 

@@ -44,6 +44,7 @@ from poptorch.dialects.convolution_backward import (
     MaxPoolGradOp,
 )
 from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
+from poptorch.dialects.custom import CustomOp, HostCallOp
 from poptorch.dialects.data_movement import (
     BroadcastOp,
     ConcatOp,
@@ -91,6 +92,7 @@ from poptorch.dialects.structure import (
 )
 from poptorch.errors import Error
 from poptorch.runtime.machine import cost_families as family
+from poptorch.runtime.machine import cost_user
 from poptorch.runtime.machine.plan import OpCost, Plan
 from poptorch.runtime.machine.system import DEFAULT_AVAILABLE_MEMORY, GC200, Machine
 
@@ -151,6 +153,9 @@ COST_RULES: dict[type, CostRule] = {
     AdamStepOp: _passes((MUL, 8), (SQRT, 1), (DIV, 1)),
     RmspropStepOp: _passes((MUL, 7), (SQRT, 1), (DIV, 1)),
     LambStepOp: _passes((MUL, 12), (SQRT, 1), (DIV, 1), (SQRT, 2)),
+    # user code: the registered cost of a custom op, host transfers of a callback
+    CustomOp: cost_user.custom,
+    HostCallOp: cost_user.host_call,
 }
 
 COST_EXEMPT: dict[type, str] = {

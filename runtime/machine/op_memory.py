@@ -32,6 +32,7 @@ from torch_mlir import ir
 from poptorch.dialects import convolution, convolution_backward, indexing, op_class, optimizer
 from poptorch.dialects import reduction as reductions
 from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
+from poptorch.dialects.custom import CustomOp, HostCallOp
 from poptorch.dialects.data_movement import (
     BroadcastOp,
     ConcatOp,
@@ -107,6 +108,9 @@ MEMORY_RULES: dict[type, MemoryRule] = {
     # two is a Poplar view) are new buffers, and each runs a program on the IPU.
     **dict.fromkeys((CopyOp, HostLoadOp, HostStoreOp, AllReduceOp, RemoteStoreOp,
                      RemoteLoadOp, NopOp, PrintOp), ALLOCATES),
+    # user code: a custom op's results are new buffers and it runs a compute set; a
+    # host call's results arrive from the host into new buffers
+    **dict.fromkeys((CustomOp, HostCallOp), ALLOCATES),
 }
 
 MEMORY_EXEMPT: dict[type, str] = {}

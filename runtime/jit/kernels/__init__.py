@@ -7,7 +7,7 @@
   reuse).
 - One module per family, as in the dialect: `elementwise`, `linear`, `reduction`,
   `convolution`, `convolution_backward`, `data_movement`, `indexing`, `creation`,
-  `optimizer`, `structure`.
+  `optimizer`, `structure`, `user_code` (custom ops, host callbacks).
 
 Importing this package registers every family's kernels.
 """
@@ -24,6 +24,7 @@ from poptorch.runtime.jit.kernels import (  # noqa: F401 - each registers its ke
     precision,
     reduction,
     structure,
+    user_code,
 )
 from poptorch.runtime.jit.kernels.registry import (
     HELPERS,
