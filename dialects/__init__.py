@@ -30,6 +30,7 @@ from . import (
     linear,
     optimizer,
     reduction,
+    slicing,
     structure,
 )
 from .ipu import Ipu, ReplicaGroupAttr, StageAttr, replica_group, stage_attr
@@ -57,6 +58,7 @@ __all__ = [
     "optimizer",
     "reduction",
     "replica_group",
+    "slicing",
     "stage_attr",
     "structure",
     "torch_mlir_version",

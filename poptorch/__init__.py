@@ -42,6 +42,8 @@ _LAZY = {
     "ipu_print_tensor": "poptorch.ops",
     "recomputationCheckpoint": "poptorch.ops",
     "set_available_memory": "poptorch.ops",
+    "dynamic_slice": "poptorch._ops.slicing",
+    "dynamic_update": "poptorch._ops.slicing",
     "ipuHardwareIsAvailable": "poptorch._executor.hardware",
     "ipuHardwareVersion": "poptorch._executor.hardware",
     "setLogLevel": "poptorch._logging",

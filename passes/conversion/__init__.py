@@ -22,6 +22,7 @@ from .random import OPERATORS as RANDOM_OPERATORS
 from .random import populate_random
 from .reduction import OPERATORS as REDUCTION_OPERATORS
 from .reduction import populate_reduction
+from .slicing import OPERATORS as SLICING_OPERATORS
 
 FAMILIES = (
     populate_convolution,
@@ -42,7 +43,7 @@ __all__ = ["BEFORE_BACKEND", "FAMILIES", "OPERATORS", "Patterns", "populate_all"
 # `torch.operator "<name>"` -> its lowering (the same `fn(op, b)` as a pattern's)
 OPERATORS: dict[str, Lowering] = {**CONVOLUTION_OPERATORS, **CONVOLUTION_BACKWARD_OPERATORS,
                                   **GRID_SAMPLE_BACKWARD_OPERATORS, **REDUCTION_OPERATORS,
-                                  **RANDOM_OPERATORS}
+                                  **RANDOM_OPERATORS, **SLICING_OPERATORS}
 # torch ops lowered before torch-mlir's backend pipeline: torch op name -> lowering
 BEFORE_BACKEND: dict[str, Lowering] = {**ELEMENTWISE_BEFORE_BACKEND, **RANDOM_BEFORE_BACKEND}
 

@@ -79,6 +79,7 @@ from poptorch.dialects.optimizer import (
     SgdStepOp,
 )
 from poptorch.dialects.reduction import ArgMaxOp, ArgMinOp, CumprodOp, CumsumOp, ReduceOp
+from poptorch.dialects.slicing import DynamicSliceOp, DynamicUpdateOp
 from poptorch.dialects.structure import (
     AllReduceOp,
     CopyOp,
@@ -125,6 +126,9 @@ COST_RULES: dict[type, CostRule] = {
     # gathers and scatters
     **dict.fromkeys((GatherOp, IndexSelectOp, IndexOp, EmbeddingBagOp, ScatterOp,
                      IndexPutOp), family.gather),
+    # popops::dynamicSlice / dynamicUpdate: each tile copies its share of the slice at
+    # the offset it receives (the DynamicSlice2d vertex), as a gather of one index
+    **dict.fromkeys((DynamicSliceOp, DynamicUpdateOp), family.gather),
     # reductions (the `kind` attribute picks the vector rate)
     **dict.fromkeys((ReduceOp, ArgMaxOp, ArgMinOp), family.reduce),
     # scans: log2(n) passes of their step

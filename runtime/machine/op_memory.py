@@ -31,6 +31,7 @@ from torch_mlir import ir
 
 from poptorch.dialects import convolution, convolution_backward, indexing, op_class, optimizer
 from poptorch.dialects import reduction as reductions
+from poptorch.dialects import slicing as slicing_ops
 from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
 from poptorch.dialects.data_movement import (
     BroadcastOp,
@@ -97,6 +98,7 @@ MEMORY_RULES: dict[type, MemoryRule] = {
     **dict.fromkeys((
         optimizer.SgdStepOp, optimizer.SgdMomentumStepOp, optimizer.AdamStepOp,
         optimizer.RmspropStepOp, optimizer.LambStepOp), ALLOCATES),
+    **dict.fromkeys((slicing_ops.DynamicSliceOp, slicing_ops.DynamicUpdateOp), ALLOCATES),
     IotaOp: ALLOCATES,
     RandomUniformOp: ALLOCATES,
     RandomNormalOp: ALLOCATES,

@@ -7,7 +7,7 @@
   reuse).
 - One module per family, as in the dialect: `elementwise`, `linear`, `reduction`,
   `convolution`, `convolution_backward`, `data_movement`, `indexing`, `creation`,
-  `optimizer`, `structure`.
+  `optimizer`, `structure`, `slicing`.
 
 Importing this package registers every family's kernels.
 """
@@ -22,6 +22,7 @@ from poptorch.runtime.jit.kernels import (  # noqa: F401 - each registers its ke
     linear,
     optimizer,
     reduction,
+    slicing,
     structure,
 )
 from poptorch.runtime.jit.kernels.registry import (
