@@ -44,6 +44,7 @@ _LAZY = {
     "set_available_memory": "poptorch.ops",
     "dynamic_slice": "poptorch._ops.slicing",
     "dynamic_update": "poptorch._ops.slicing",
+    "serializedMatMul": "poptorch._ops.matmul",
     "ipuHardwareIsAvailable": "poptorch._executor.hardware",
     "ipuHardwareVersion": "poptorch._executor.hardware",
     "setLogLevel": "poptorch._logging",

@@ -16,6 +16,7 @@ from .elementwise import populate_elementwise
 from .grid_sample_backward import OPERATORS as GRID_SAMPLE_BACKWARD_OPERATORS
 from .indexing import populate_indexing
 from .linear import populate_linear
+from .matmul_serialization import OPERATORS as MATMUL_SERIALIZATION_OPERATORS
 from .normalization import populate_normalization
 from .random import BEFORE_BACKEND as RANDOM_BEFORE_BACKEND
 from .random import OPERATORS as RANDOM_OPERATORS
@@ -43,7 +44,8 @@ __all__ = ["BEFORE_BACKEND", "FAMILIES", "OPERATORS", "Patterns", "populate_all"
 # `torch.operator "<name>"` -> its lowering (the same `fn(op, b)` as a pattern's)
 OPERATORS: dict[str, Lowering] = {**CONVOLUTION_OPERATORS, **CONVOLUTION_BACKWARD_OPERATORS,
                                   **GRID_SAMPLE_BACKWARD_OPERATORS, **REDUCTION_OPERATORS,
-                                  **RANDOM_OPERATORS, **SLICING_OPERATORS}
+                                  **RANDOM_OPERATORS, **SLICING_OPERATORS,
+                                  **MATMUL_SERIALIZATION_OPERATORS}
 # torch ops lowered before torch-mlir's backend pipeline: torch op name -> lowering
 BEFORE_BACKEND: dict[str, Lowering] = {**ELEMENTWISE_BEFORE_BACKEND, **RANDOM_BEFORE_BACKEND}
 

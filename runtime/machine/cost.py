@@ -71,6 +71,7 @@ from poptorch.dialects.indexing import (
     SortOp,
 )
 from poptorch.dialects.linear import MatMulOp
+from poptorch.dialects.matmul_serialization import SerializedMatMulOp
 from poptorch.dialects.optimizer import (
     AdamStepOp,
     LambStepOp,
@@ -92,6 +93,7 @@ from poptorch.dialects.structure import (
 )
 from poptorch.errors import Error
 from poptorch.runtime.machine import cost_families as family
+from poptorch.runtime.machine.cost_serialized import serialized_matmul
 from poptorch.runtime.machine.plan import OpCost, Plan
 from poptorch.runtime.machine.system import DEFAULT_AVAILABLE_MEMORY, GC200, Machine
 
@@ -123,6 +125,8 @@ COST_RULES: dict[type, CostRule] = {
     ConvOp: functools.partial(family.amp, dims=family.conv_dims),
     ConvTransposeOp: functools.partial(family.amp, dims=family.conv_transpose_dims),
     ConvWeightGradOp: functools.partial(family.amp, dims=family.conv_weight_grad_dims),
+    # factor slices of an AMP op in sequence (cost_serialized)
+    SerializedMatMulOp: serialized_matmul,
     # gathers and scatters
     **dict.fromkeys((GatherOp, IndexSelectOp, IndexOp, EmbeddingBagOp, ScatterOp,
                      IndexPutOp), family.gather),

@@ -48,6 +48,7 @@ from poptorch.dialects.elementwise import (
     SelectOp,
 )
 from poptorch.dialects.linear import MatMulOp
+from poptorch.dialects.matmul_serialization import SerializedMatMulOp
 from poptorch.dialects.structure import (
     AllReduceOp,
     CopyOp,
@@ -79,6 +80,7 @@ MEMORY_RULES: dict[type, MemoryRule] = {
     **dict.fromkeys((*UNARY_OPS.values(), *BINARY_OPS.values(), *COMPARE_OPS.values(),
                      SelectOp, CastOp), ALLOCATES),
     MatMulOp: ALLOCATES,
+    SerializedMatMulOp: ALLOCATES,  # its temporary: one slice's (cost_serialized)
     **dict.fromkeys((
         convolution.ConvOp, convolution.ConvTransposeOp, convolution.MaxPoolOp,
         convolution.MaxPoolWithIndicesOp, convolution.AvgPoolOp,

@@ -7,7 +7,7 @@
   reuse).
 - One module per family, as in the dialect: `elementwise`, `linear`, `reduction`,
   `convolution`, `convolution_backward`, `data_movement`, `indexing`, `creation`,
-  `optimizer`, `structure`, `slicing`.
+  `optimizer`, `structure`, `slicing`, `matmul_serialization`.
 
 Importing this package registers every family's kernels.
 """
@@ -20,6 +20,7 @@ from poptorch.runtime.jit.kernels import (  # noqa: F401 - each registers its ke
     elementwise,
     indexing,
     linear,
+    matmul_serialization,
     optimizer,
     reduction,
     slicing,
