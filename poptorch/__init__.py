@@ -45,6 +45,7 @@ _LAZY = {
     "dynamic_slice": "poptorch._ops.slicing",
     "dynamic_update": "poptorch._ops.slicing",
     "serializedMatMul": "poptorch._ops.matmul",
+    "ctc_beam_search_decoder": "poptorch._ops.ctc_decoder",
     "ipuHardwareIsAvailable": "poptorch._executor.hardware",
     "ipuHardwareVersion": "poptorch._executor.hardware",
     "setLogLevel": "poptorch._logging",

@@ -10,6 +10,7 @@ from .convolution import populate_convolution
 from .convolution_backward import OPERATORS as CONVOLUTION_BACKWARD_OPERATORS
 from .convolution_backward import populate_convolution_backward
 from .creation import populate_creation
+from .ctc import OPERATORS as CTC_OPERATORS
 from .data_movement import populate_data_movement
 from .elementwise import BEFORE_BACKEND as ELEMENTWISE_BEFORE_BACKEND
 from .elementwise import populate_elementwise
@@ -45,7 +46,7 @@ __all__ = ["BEFORE_BACKEND", "FAMILIES", "OPERATORS", "Patterns", "populate_all"
 OPERATORS: dict[str, Lowering] = {**CONVOLUTION_OPERATORS, **CONVOLUTION_BACKWARD_OPERATORS,
                                   **GRID_SAMPLE_BACKWARD_OPERATORS, **REDUCTION_OPERATORS,
                                   **RANDOM_OPERATORS, **SLICING_OPERATORS,
-                                  **MATMUL_SERIALIZATION_OPERATORS}
+                                  **MATMUL_SERIALIZATION_OPERATORS, **CTC_OPERATORS}
 # torch ops lowered before torch-mlir's backend pipeline: torch op name -> lowering
 BEFORE_BACKEND: dict[str, Lowering] = {**ELEMENTWISE_BEFORE_BACKEND, **RANDOM_BEFORE_BACKEND}
 

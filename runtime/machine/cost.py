@@ -44,6 +44,7 @@ from poptorch.dialects.convolution_backward import (
     MaxPoolGradOp,
 )
 from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
+from poptorch.dialects.ctc import CtcBeamSearchDecoderOp
 from poptorch.dialects.data_movement import (
     BroadcastOp,
     ConcatOp,
@@ -93,6 +94,7 @@ from poptorch.dialects.structure import (
 )
 from poptorch.errors import Error
 from poptorch.runtime.machine import cost_families as family
+from poptorch.runtime.machine.cost_ctc import ctc_beam_search_decoder
 from poptorch.runtime.machine.cost_serialized import serialized_matmul
 from poptorch.runtime.machine.plan import OpCost, Plan
 from poptorch.runtime.machine.system import DEFAULT_AVAILABLE_MEMORY, GC200, Machine
@@ -127,6 +129,8 @@ COST_RULES: dict[type, CostRule] = {
     ConvWeightGradOp: functools.partial(family.amp, dims=family.conv_weight_grad_dims),
     # factor slices of an AMP op in sequence (cost_serialized)
     SerializedMatMulOp: serialized_matmul,
+    # popnn::ctc_infer: a beam search step per time step (cost_ctc)
+    CtcBeamSearchDecoderOp: ctc_beam_search_decoder,
     # gathers and scatters
     **dict.fromkeys((GatherOp, IndexSelectOp, IndexOp, EmbeddingBagOp, ScatterOp,
                      IndexPutOp), family.gather),

@@ -33,6 +33,7 @@ from poptorch.dialects import convolution, convolution_backward, indexing, op_cl
 from poptorch.dialects import reduction as reductions
 from poptorch.dialects import slicing as slicing_ops
 from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
+from poptorch.dialects.ctc import CtcBeamSearchDecoderOp
 from poptorch.dialects.data_movement import (
     BroadcastOp,
     ConcatOp,
@@ -80,7 +81,8 @@ MEMORY_RULES: dict[type, MemoryRule] = {
     **dict.fromkeys((*UNARY_OPS.values(), *BINARY_OPS.values(), *COMPARE_OPS.values(),
                      SelectOp, CastOp), ALLOCATES),
     MatMulOp: ALLOCATES,
-    SerializedMatMulOp: ALLOCATES,  # its temporary: one slice's (cost_serialized)
+    SerializedMatMulOp: ALLOCATES,
+    CtcBeamSearchDecoderOp: ALLOCATES,  # its temporary: one slice's (cost_serialized)
     **dict.fromkeys((
         convolution.ConvOp, convolution.ConvTransposeOp, convolution.MaxPoolOp,
         convolution.MaxPoolWithIndicesOp, convolution.AvgPoolOp,

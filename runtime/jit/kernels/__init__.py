@@ -7,7 +7,7 @@
   reuse).
 - One module per family, as in the dialect: `elementwise`, `linear`, `reduction`,
   `convolution`, `convolution_backward`, `data_movement`, `indexing`, `creation`,
-  `optimizer`, `structure`, `slicing`, `matmul_serialization`.
+  `optimizer`, `structure`, `slicing`, `matmul_serialization`, `ctc`.
 
 Importing this package registers every family's kernels.
 """
@@ -16,6 +16,7 @@ from poptorch.runtime.jit.kernels import (  # noqa: F401 - each registers its ke
     convolution,
     convolution_backward,
     creation,
+    ctc,
     data_movement,
     elementwise,
     indexing,
