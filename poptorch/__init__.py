@@ -46,6 +46,7 @@ _LAZY = {
     "dynamic_update": "poptorch._ops.slicing",
     "serializedMatMul": "poptorch._ops.matmul",
     "ctc_beam_search_decoder": "poptorch._ops.ctc_decoder",
+    "MultiConv": "poptorch._ops.multiconv",
     "ipuHardwareIsAvailable": "poptorch._executor.hardware",
     "ipuHardwareVersion": "poptorch._executor.hardware",
     "setLogLevel": "poptorch._logging",

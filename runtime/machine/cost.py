@@ -94,6 +94,7 @@ from poptorch.dialects.structure import (
 )
 from poptorch.errors import Error
 from poptorch.runtime.machine import cost_families as family
+from poptorch.runtime.machine import cost_multiconv as multiconv
 from poptorch.runtime.machine.cost_ctc import ctc_beam_search_decoder
 from poptorch.runtime.machine.cost_serialized import serialized_matmul
 from poptorch.runtime.machine.plan import OpCost, Plan
@@ -124,7 +125,7 @@ COST_RULES: dict[type, CostRule] = {
                      SelectOp, CastOp), family.elementwise),
     # AMP ops: a batch of (M x K) @ (K x N) products, dims per op
     MatMulOp: functools.partial(family.amp, dims=family.matmul_dims),
-    ConvOp: functools.partial(family.amp, dims=family.conv_dims),
+    ConvOp: multiconv.conv,  # plain, or grouped by poptorch.MultiConv (cost_multiconv)
     ConvTransposeOp: functools.partial(family.amp, dims=family.conv_transpose_dims),
     ConvWeightGradOp: functools.partial(family.amp, dims=family.conv_weight_grad_dims),
     # factor slices of an AMP op in sequence (cost_serialized)

@@ -13,6 +13,7 @@ from torch_mlir import ir
 
 import poptorch
 from poptorch.dialects import make_context
+from poptorch.runtime.jit.kernels.slicing import dynamic_slice, dynamic_update
 from poptorch.runtime.machine.cost import op_cost
 
 
@@ -273,8 +274,6 @@ def test_cost_is_a_copy_of_the_slice_that_grows_with_its_size():
 
 
 def test_kernel_slices_each_replica_at_its_own_start():
-    from poptorch.runtime.jit.kernels.slicing import dynamic_slice, dynamic_update
-
     x = np.arange(2 * 8, dtype=np.float32).reshape(2, 8)  # 2 replicas of an [8] tensor
     starts = np.array([[1], [7]], dtype=np.int32)
     out = dynamic_slice(x, starts, dim=0, size=3, ranks=(1, 1))
