@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from torch_mlir import ir, rewrite
 
-from poptorch.dialects import op_class
 from poptorch.dialects.creation import ConstantOp
-from poptorch.dialects.placement import is_placed
+from poptorch.dialects.placement import INHERITS, PLACEMENT
 
 from .conversion import populate_all
 from .conversion.common import FROM_BUILTIN, TO_BUILTIN, Patterns, decline_key
 from .conversion.creation import empty_results
-from .import_annotations import ImportAnnotations, unsupported
+from .import_annotations import collect, unsupported
 from .registry import Pass, register
 
 # torch ops that are not computations: constants and lists that lowerings read, and
@@ -55,6 +54,22 @@ def ipu_constants(module: ir.Operation) -> None:
         op.erase()
 
 
+def inherit_placement(module: ir.Operation) -> None:
+    """Give each ipu op without a placement the one its location's annotations name (the
+    placement of the torch op it replaces, which ipu-import-annotations would give it
+    later): ops lowered before this pass (PopTorch's own ops) keep theirs, and a module
+    must not be half placed in between."""
+    keys = (*PLACEMENT, INHERITS)
+    for op in Pass.walk(module):
+        if not op.name.startswith("ipu.") or any(key in op.attributes for key in keys):
+            continue
+        found: dict[str, list[ir.Attribute]] = {}
+        collect(op.location, found)
+        for key in keys:
+            if key in found:
+                op.attributes[key] = found[key][0]
+
+
 @register
 class ConvertTorchToIpu(Pass):
     argument = "ipu-convert-torch-to-ipu"
@@ -67,13 +82,9 @@ class ConvertTorchToIpu(Pass):
         rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
         fold_cast_pairs(module)
         ipu_constants(module)
-        importer = ImportAnnotations()
+        inherit_placement(module)
         for op in self.walk(module):
             name = op.name
-            if op_class(op) is not None and not is_placed(op):
-                # the placement of the op it replaces, from its location: ops lowered
-                # before (ipu-convert-poptorch-ops: poptorch.nop, custom_op) have theirs
-                importer.import_into(op)
             if not name.startswith("torch.") or name.startswith(KEPT):
                 continue
             reason = patterns.declined.get(decline_key(op))

@@ -45,6 +45,7 @@ from poptorch.dialects.convolution_backward import (
 )
 from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
 from poptorch.dialects.custom import CustomOp, HostCallOp
+from poptorch.dialects.ctc import CtcBeamSearchDecoderOp
 from poptorch.dialects.data_movement import (
     BroadcastOp,
     ConcatOp,
@@ -72,6 +73,7 @@ from poptorch.dialects.indexing import (
     SortOp,
 )
 from poptorch.dialects.linear import MatMulOp
+from poptorch.dialects.matmul_serialization import SerializedMatMulOp
 from poptorch.dialects.optimizer import (
     AdamStepOp,
     LambStepOp,
@@ -80,6 +82,7 @@ from poptorch.dialects.optimizer import (
     SgdStepOp,
 )
 from poptorch.dialects.reduction import ArgMaxOp, ArgMinOp, CumprodOp, CumsumOp, ReduceOp
+from poptorch.dialects.slicing import DynamicSliceOp, DynamicUpdateOp
 from poptorch.dialects.structure import (
     AllReduceOp,
     CopyOp,
@@ -93,6 +96,9 @@ from poptorch.dialects.structure import (
 from poptorch.errors import Error
 from poptorch.runtime.machine import cost_families as family
 from poptorch.runtime.machine import cost_user
+from poptorch.runtime.machine import cost_multiconv as multiconv
+from poptorch.runtime.machine.cost_ctc import ctc_beam_search_decoder
+from poptorch.runtime.machine.cost_serialized import serialized_matmul
 from poptorch.runtime.machine.plan import OpCost, Plan
 from poptorch.runtime.machine.system import DEFAULT_AVAILABLE_MEMORY, GC200, Machine
 
@@ -121,12 +127,19 @@ COST_RULES: dict[type, CostRule] = {
                      SelectOp, CastOp), family.elementwise),
     # AMP ops: a batch of (M x K) @ (K x N) products, dims per op
     MatMulOp: functools.partial(family.amp, dims=family.matmul_dims),
-    ConvOp: functools.partial(family.amp, dims=family.conv_dims),
+    ConvOp: multiconv.conv,  # plain, or grouped by poptorch.MultiConv (cost_multiconv)
     ConvTransposeOp: functools.partial(family.amp, dims=family.conv_transpose_dims),
     ConvWeightGradOp: functools.partial(family.amp, dims=family.conv_weight_grad_dims),
+    # factor slices of an AMP op in sequence (cost_serialized)
+    SerializedMatMulOp: serialized_matmul,
+    # popnn::ctc_infer: a beam search step per time step (cost_ctc)
+    CtcBeamSearchDecoderOp: ctc_beam_search_decoder,
     # gathers and scatters
     **dict.fromkeys((GatherOp, IndexSelectOp, IndexOp, EmbeddingBagOp, ScatterOp,
                      IndexPutOp), family.gather),
+    # popops::dynamicSlice / dynamicUpdate: each tile copies its share of the slice at
+    # the offset it receives (the DynamicSlice2d vertex), as a gather of one index
+    **dict.fromkeys((DynamicSliceOp, DynamicUpdateOp), family.gather),
     # reductions (the `kind` attribute picks the vector rate)
     **dict.fromkeys((ReduceOp, ArgMaxOp, ArgMinOp), family.reduce),
     # scans: log2(n) passes of their step

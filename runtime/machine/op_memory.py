@@ -31,8 +31,10 @@ from torch_mlir import ir
 
 from poptorch.dialects import convolution, convolution_backward, indexing, op_class, optimizer
 from poptorch.dialects import reduction as reductions
+from poptorch.dialects import slicing as slicing_ops
 from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
 from poptorch.dialects.custom import CustomOp, HostCallOp
+from poptorch.dialects.ctc import CtcBeamSearchDecoderOp
 from poptorch.dialects.data_movement import (
     BroadcastOp,
     ConcatOp,
@@ -48,6 +50,7 @@ from poptorch.dialects.elementwise import (
     SelectOp,
 )
 from poptorch.dialects.linear import MatMulOp
+from poptorch.dialects.matmul_serialization import SerializedMatMulOp
 from poptorch.dialects.structure import (
     AllReduceOp,
     CopyOp,
@@ -79,6 +82,8 @@ MEMORY_RULES: dict[type, MemoryRule] = {
     **dict.fromkeys((*UNARY_OPS.values(), *BINARY_OPS.values(), *COMPARE_OPS.values(),
                      SelectOp, CastOp), ALLOCATES),
     MatMulOp: ALLOCATES,
+    SerializedMatMulOp: ALLOCATES,
+    CtcBeamSearchDecoderOp: ALLOCATES,  # its temporary: one slice's (cost_serialized)
     **dict.fromkeys((
         convolution.ConvOp, convolution.ConvTransposeOp, convolution.MaxPoolOp,
         convolution.MaxPoolWithIndicesOp, convolution.AvgPoolOp,
@@ -98,6 +103,7 @@ MEMORY_RULES: dict[type, MemoryRule] = {
     **dict.fromkeys((
         optimizer.SgdStepOp, optimizer.SgdMomentumStepOp, optimizer.AdamStepOp,
         optimizer.RmspropStepOp, optimizer.LambStepOp), ALLOCATES),
+    **dict.fromkeys((slicing_ops.DynamicSliceOp, slicing_ops.DynamicUpdateOp), ALLOCATES),
     IotaOp: ALLOCATES,
     RandomUniformOp: ALLOCATES,
     RandomNormalOp: ALLOCATES,

@@ -7,7 +7,8 @@
   reuse).
 - One module per family, as in the dialect: `elementwise`, `linear`, `reduction`,
   `convolution`, `convolution_backward`, `data_movement`, `indexing`, `creation`,
-  `optimizer`, `structure`, `user_code` (custom ops, host callbacks).
+  `optimizer`, `structure`, `slicing`, `matmul_serialization`, `ctc`, `precision`,
+  `user_code` (custom ops, host callbacks).
 
 Importing this package registers every family's kernels.
 """
@@ -16,13 +17,16 @@ from poptorch.runtime.jit.kernels import (  # noqa: F401 - each registers its ke
     convolution,
     convolution_backward,
     creation,
+    ctc,
     data_movement,
     elementwise,
     indexing,
     linear,
+    matmul_serialization,
     optimizer,
     precision,
     reduction,
+    slicing,
     structure,
     user_code,
 )
