@@ -44,8 +44,8 @@ from poptorch.dialects.convolution_backward import (
     MaxPoolGradOp,
 )
 from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
-from poptorch.dialects.custom import CustomOp, HostCallOp
 from poptorch.dialects.ctc import CtcBeamSearchDecoderOp
+from poptorch.dialects.custom import CustomOp, HostCallOp
 from poptorch.dialects.data_movement import (
     BroadcastOp,
     ConcatOp,
@@ -95,8 +95,8 @@ from poptorch.dialects.structure import (
 )
 from poptorch.errors import Error
 from poptorch.runtime.machine import cost_families as family
-from poptorch.runtime.machine import cost_user
 from poptorch.runtime.machine import cost_multiconv as multiconv
+from poptorch.runtime.machine import cost_user
 from poptorch.runtime.machine.cost_ctc import ctc_beam_search_decoder
 from poptorch.runtime.machine.cost_serialized import serialized_matmul
 from poptorch.runtime.machine.plan import OpCost, Plan

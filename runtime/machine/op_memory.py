@@ -33,8 +33,8 @@ from poptorch.dialects import convolution, convolution_backward, indexing, op_cl
 from poptorch.dialects import reduction as reductions
 from poptorch.dialects import slicing as slicing_ops
 from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
-from poptorch.dialects.custom import CustomOp, HostCallOp
 from poptorch.dialects.ctc import CtcBeamSearchDecoderOp
+from poptorch.dialects.custom import CustomOp, HostCallOp
 from poptorch.dialects.data_movement import (
     BroadcastOp,
     ConcatOp,
