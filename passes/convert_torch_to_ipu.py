@@ -14,11 +14,12 @@ from __future__ import annotations
 from torch_mlir import ir, rewrite
 
 from poptorch.dialects.creation import ConstantOp
+from poptorch.dialects.placement import INHERITS, PLACEMENT
 
 from .conversion import populate_all
 from .conversion.common import FROM_BUILTIN, TO_BUILTIN, Patterns, decline_key
 from .conversion.creation import empty_results
-from .import_annotations import unsupported
+from .import_annotations import collect, unsupported
 from .registry import Pass, register
 
 # torch ops that are not computations: constants and lists that lowerings read, and
@@ -53,6 +54,23 @@ def ipu_constants(module: ir.Operation) -> None:
         op.erase()
 
 
+def keep_placement(module: ir.Operation) -> None:
+    """Give each ipu op the placement (`ipu.block`, `ipu.ipu_id`, `ipu.backward`) of the
+    torch op it replaces, which the lowering gave it as its location (whose metadata
+    `ipu-import-annotations` read onto the torch op): otherwise a function whose other
+    ops keep their placement (ops lowered before, such as poptorch.nop) would hold
+    unplaced ops until the next ipu-import-annotations."""
+    for op in Pass.walk(module):
+        if not op.name.startswith("ipu."):
+            continue
+        found: dict[str, list[ir.Attribute]] = {}
+        collect(op.location, found)
+        for key in (*PLACEMENT, INHERITS):
+            if key in found and key not in op.attributes and (
+                    key != "ipu.block" or isinstance(found[key][0], ir.StringAttr)):
+                op.attributes[key] = found[key][0]
+
+
 @register
 class ConvertTorchToIpu(Pass):
     argument = "ipu-convert-torch-to-ipu"
@@ -65,6 +83,7 @@ class ConvertTorchToIpu(Pass):
         rewrite.apply_patterns_and_fold_greedily(module, patterns.set.freeze())
         fold_cast_pairs(module)
         ipu_constants(module)
+        keep_placement(module)
         for op in self.walk(module):
             name = op.name
             if not name.startswith("torch.") or name.startswith(KEPT):

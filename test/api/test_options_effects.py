@@ -2,8 +2,10 @@
 an effect (or a clear poptorch.Error): each test checks the effect against PyTorch on
 the CPU or the spec's figures."""
 
+import contextlib
 import re
 
+import numpy as np
 import torch
 
 import poptorch
@@ -76,3 +78,82 @@ def test_same_as_ipu_puts_id_less_blocks_of_one_ipu_in_one_stage():
                "after block '1' (stage 1)" in error.message
     else:
         raise AssertionError("expected a poptorch.Error")
+
+
+# ---- ipu_print_tensor and nop in training (spec 4.6.2, 4.6.5) -----------------------------
+class Printed(torch.nn.Module):
+    def __init__(self, pipelined=False, print_gradient=True):
+        super().__init__()
+        torch.manual_seed(1)
+        self.first, self.second = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
+        self.pipelined, self.print_gradient = pipelined, print_gradient
+
+    def forward(self, x, target):
+        with poptorch.Block(ipu_id=0) if self.pipelined else contextlib.nullcontext():
+            y = poptorch.ipu_print_tensor(self.first(x), "hidden", self.print_gradient)
+            y = poptorch.nop(y)
+        with poptorch.Block(ipu_id=1) if self.pipelined else contextlib.nullcontext():
+            out = self.second(y)
+            return out, torch.nn.functional.mse_loss(out, target)
+
+
+def _printed(text, title):
+    """The arrays printed after `title: ` in `text`, in order."""
+    found = re.findall(rf"^{title}: (\[.*?\]\])$", text, re.MULTILINE | re.DOTALL)
+    number = r"-?\d+\.?\d*(?:e[-+]?\d+)?"
+    return [np.array([float(n) for n in re.findall(number, block)]).reshape(-1, 3)
+            for block in found]
+
+
+def _cpu_hidden_gradient(model, x, target):
+    hidden = model.first(x).detach().requires_grad_()
+    loss = torch.nn.functional.mse_loss(model.second(hidden), target)
+    loss.backward()
+    return hidden, hidden.grad
+
+
+def test_print_tensor_prints_the_gradient_in_training(capsys):
+    model, reference = Printed(), Printed()
+    x, target = torch.randn(2, 3), torch.randn(2, 3)
+    ipu = poptorch.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    ipu(x, target)
+    text = capsys.readouterr().out
+    hidden, gradient = _cpu_hidden_gradient(reference, x, target)
+    np.testing.assert_allclose(_printed(text, "hidden")[0], hidden.detach(), rtol=1e-5)
+    np.testing.assert_allclose(_printed(text, "hidden_gradient")[0], gradient, rtol=1e-4,
+                               atol=1e-6)
+    assert len(_printed(text, "hidden_gradient")) == 1
+    ipu.copyWeightsToHost()
+    torch.optim.SGD(reference.parameters(), lr=0.1)  # the nop's gradient reached `first`
+    loss = reference(x, target)[1]
+    reference.zero_grad()
+    loss.backward()
+    with torch.no_grad():
+        for p in reference.parameters():
+            p -= 0.1 * p.grad
+    torch.testing.assert_close(model.first.weight, reference.first.weight)
+
+
+def test_print_tensor_without_print_gradient_prints_only_the_forward(capsys):
+    model = Printed(print_gradient=False)
+    ipu = poptorch.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    ipu(torch.randn(2, 3), torch.randn(2, 3))
+    text = capsys.readouterr().out
+    assert len(_printed(text, "hidden")) == 1 and "hidden_gradient" not in text
+
+
+def test_print_tensor_and_nop_train_pipelined_over_two_ipus(capsys):
+    opts = poptorch.Options()
+    opts.Training.gradientAccumulation(3)
+    model, reference = Printed(pipelined=True), Printed()
+    ipu = poptorch.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.1))
+    x, target = torch.randn(3, 3), torch.randn(3, 3)
+    ipu(x, target)
+    text = capsys.readouterr().out
+    gradients = _printed(text, "hidden_gradient")
+    assert len(gradients) == 3  # one per micro-batch
+    for step in range(3):
+        _, expected = _cpu_hidden_gradient(reference, x[step:step + 1], target[step:step + 1])
+        np.testing.assert_allclose(gradients[step], expected, rtol=1e-4, atol=1e-6)
+    assert '"ipu.print"' in ipu._compiled.module_text and "hidden_gradient" in \
+        ipu._compiled.module_text
