@@ -6,6 +6,7 @@ import contextlib
 import re
 
 import numpy as np
+import pytest
 import torch
 
 import poptorch
@@ -157,3 +158,72 @@ def test_print_tensor_and_nop_train_pipelined_over_two_ipus(capsys):
         np.testing.assert_allclose(gradients[step], expected, rtol=1e-4, atol=1e-6)
     assert '"ipu.print"' in ipu._compiled.module_text and "hidden_gradient" in \
         ipu._compiled.module_text
+
+
+# ---- the optimizers' maximize= (torch.optim: gradient ascent) -----------------------------
+class Regression(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(2)
+        self.linear = torch.nn.Linear(3, 2)
+
+    def forward(self, x, target):
+        out = self.linear(x)
+        return out, torch.nn.functional.mse_loss(out, target)
+
+
+MAXIMIZING = {
+    "torch.SGD": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=0.01,
+                                           maximize=True),
+    "poptorch.SGD": lambda p: poptorch.optim.SGD(p, lr=0.05, momentum=0.9, maximize=True),
+    "torch.Adam": lambda p: torch.optim.Adam(p, lr=0.01, weight_decay=0.01, maximize=True),
+    "poptorch.Adam": lambda p: poptorch.optim.Adam(p, lr=0.01, maximize=True),
+    "torch.AdamW": lambda p: torch.optim.AdamW(p, lr=0.01, maximize=True),
+    "poptorch.AdamW": lambda p: poptorch.optim.AdamW(p, lr=0.01, maximize=True),
+    "torch.RMSprop": lambda p: torch.optim.RMSprop(p, lr=0.01, momentum=0.5, maximize=True),
+    "poptorch.RMSprop": lambda p: poptorch.optim.RMSprop(p, lr=0.01, maximize=True),
+}
+
+
+@pytest.mark.parametrize("name", MAXIMIZING)
+def test_maximize_ascends_the_gradient_as_torch_on_the_cpu(name):
+    model, reference = Regression(), Regression()
+    ipu = poptorch.trainingModel(model, optimizer=MAXIMIZING[name](model.parameters()))
+    cpu_optimizer = MAXIMIZING[name](reference.parameters())
+    x, target = torch.randn(4, 3), torch.randn(4, 2)
+    for _ in range(3):
+        _, loss = ipu(x, target)
+        cpu_optimizer.zero_grad()
+        _, cpu_loss = reference(x, target)
+        cpu_loss.backward()
+        cpu_optimizer.step()
+        torch.testing.assert_close(loss, cpu_loss.detach())
+    ipu.copyWeightsToHost()
+    torch.testing.assert_close(model.linear.weight, reference.linear.weight)
+    assert loss > Regression()(x, target)[1]  # the loss grew
+
+
+def test_maximize_with_replicas_and_gradient_accumulation():
+    opts = poptorch.Options().replicationFactor(2)
+    opts.Training.gradientAccumulation(2)
+    model, reference = Regression(), Regression()
+    ipu = poptorch.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.1,
+                                                              maximize=True))
+    x, target = torch.randn(4, 3), torch.randn(4, 2)
+    ipu(x, target)
+    _, cpu_loss = reference(x, target)  # the mean over micro-batches and replicas
+    cpu_loss.backward()
+    torch.optim.SGD(reference.parameters(), lr=0.1, maximize=True).step()
+    ipu.copyWeightsToHost()
+    torch.testing.assert_close(model.linear.weight, reference.linear.weight)
+
+
+def test_maximize_cannot_change_after_compilation():
+    model = Regression()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, maximize=True)
+    ipu = poptorch.trainingModel(model, optimizer=optimizer)
+    ipu(torch.randn(2, 3), torch.randn(2, 2))
+    with pytest.raises(poptorch.Error, match=r"maximize changed from True to False; it "
+                                             r"decides the structure of the compiled "
+                                             r"optimizer"):
+        ipu.setOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))
