@@ -40,7 +40,7 @@ from poptorch.options.config_file import CATEGORIES as _CATEGORIES
 from poptorch.options.config_file import load_config
 from poptorch.options.encoding import STRATEGIES, options_text
 from poptorch.options.schema import freeze
-from poptorch.options.strategies import _Strategy
+from poptorch.options.strategies import PipelinedExecution, ShardedExecution, _Strategy
 from poptorch.runtime.machine.system import DEVICE_COUNT
 
 __all__ = ["Options", "TensorLocationSettings"]
@@ -400,6 +400,8 @@ class Options(OptionsGroup):
         else:
             options._freeze(by=FROZEN_BY_MODEL)
             copied = options.clone()
+        if not training and copied.Training.gradient_accumulation != 1:
+            _refuse_accumulation(copied)
         if copied.defaultOutputMode():
             copied.outputMode(OutputMode.Final if training else OutputMode.All)
         return copied
@@ -415,3 +417,17 @@ class Options(OptionsGroup):
     def __repr__(self) -> str:
         categories = ", ".join(f"{name}={getattr(self, name)!r}" for name in _CATEGORIES)
         return f"Options({show_values(self._values())}, {categories})"
+
+
+def _refuse_accumulation(options: Options) -> None:
+    """PopTorch's error for an inference model given Training.gradientAccumulation(n > 1)
+    (its `_poplar_executor.py`): inference has no gradients to accumulate, and a pipeline
+    is fed by deviceIterations instead."""
+    message = ("You must set poptorch.Options().Training.gradientAccumulation to 1 or leave "
+               "it as its default value (1) when running a poptorch.inferenceModel().")
+    strategy = options.execution_strategy
+    if strategy is None or (isinstance(strategy, PipelinedExecution)
+                            and not isinstance(strategy, ShardedExecution)):
+        message += (" Use poptorch.Options().deviceIterations to process a sufficient "
+                    "number of batches each run for pipelined execution instead.")
+    raise Error(message, type="options")

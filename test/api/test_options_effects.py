@@ -3,8 +3,12 @@ an effect (or a clear poptorch.Error): each test checks the effect against PyTor
 the CPU or the spec's figures."""
 
 import contextlib
+import inspect
+import logging
 import re
+import sys
 
+import location_helper
 import numpy as np
 import pytest
 import torch
@@ -227,3 +231,125 @@ def test_maximize_cannot_change_after_compilation():
                                              r"decides the structure of the compiled "
                                              r"optimizer"):
         ipu.setOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))
+
+
+# ---- Training.gradientAccumulation in inference (PopTorch's _poplar_executor error) ------
+ACCUMULATION_ERROR = ("You must set poptorch.Options().Training.gradientAccumulation to 1 or "
+                      "leave it as its default value (1) when running a "
+                      "poptorch.inferenceModel().")
+
+
+@pytest.mark.parametrize("strategy, hint", [
+    (None, True), (poptorch.PipelinedExecution, True), (poptorch.ShardedExecution, False)])
+def test_inference_refuses_gradient_accumulation(strategy, hint):
+    opts = poptorch.Options()
+    opts.Training.gradientAccumulation(2)
+    if strategy is not None:
+        opts.setExecutionStrategy(strategy())
+    with pytest.raises(poptorch.Error) as info:
+        poptorch.inferenceModel(torch.nn.Linear(2, 2), opts)
+    pipelined = (" Use poptorch.Options().deviceIterations to process a sufficient number "
+                 "of batches each run for pipelined execution instead.")
+    assert info.value.message == ACCUMULATION_ERROR + (pipelined if hint else "")
+    opts = opts.clone()
+    opts.Training.gradientAccumulation(1)  # as the message says
+    x = torch.randn(2, 2)
+    model = torch.nn.Linear(2, 2)
+    torch.testing.assert_close(poptorch.inferenceModel(model, opts)(x), model(x))
+
+
+# ---- relaxOptimizerAttributesChecks (11-api-reference.txt) --------------------------------
+@contextlib.contextmanager
+def poptorch_log():
+    """The records of the "poptorch" logger (it does not propagate to the root logger)."""
+    records = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = records.append
+    log = logging.getLogger("poptorch")
+    level = log.level
+    log.setLevel(logging.DEBUG)
+    log.addHandler(handler)
+    try:
+        yield records
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+
+
+@pytest.mark.parametrize("relax, level", [(False, logging.WARNING), (True, logging.DEBUG)])
+def test_unexpected_optimizer_attributes_warn_unless_relaxed(relax, level):
+    opts = poptorch.Options().relaxOptimizerAttributesChecks(relax)
+    model = Regression()
+    optimizer = poptorch.optim.SGD(model.parameters(), lr=0.1)
+    ipu = poptorch.trainingModel(model, opts, optimizer)
+    x, target = torch.randn(2, 3), torch.randn(2, 2)
+    ipu(x, target)
+    optimizer.param_groups[0]["nonsense"] = 2.0
+    optimizer.not_an_attribute = True
+    expected = ["Ignoring unexpected group 0 attribute in SGD optimizer: ['nonsense']",
+                "Ignoring unexpected optimizer attribute in SGD optimizer: "
+                "['not_an_attribute']"]
+    with poptorch_log() as records:
+        ipu.setOptimizer(optimizer)
+        ipu.setOptimizer(optimizer)  # each message once
+    ignoring = [r for r in records if r.getMessage().startswith("Ignoring")]
+    assert [r.getMessage() for r in ignoring] == expected
+    assert {r.levelno for r in ignoring} == {level}
+    reference = Regression()
+    before = reference.linear.weight.detach().clone()
+    ipu(x, target)  # the attributes change nothing: two plain SGD steps
+    cpu = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for _ in range(2):
+        cpu.zero_grad()
+        reference(x, target)[1].backward()
+        cpu.step()
+    ipu.copyWeightsToHost()
+    torch.testing.assert_close(model.linear.weight, reference.linear.weight)
+    assert not torch.equal(before, reference.linear.weight)
+
+
+# ---- sourceLocationExcludes (11-api-reference.txt) ----------------------------------------
+class CallsHelper(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.helper = location_helper.Unsupported()
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x, target=None):
+        out = self.helper(self.linear(x))  # the caller's line
+        return out if target is None else (out, torch.nn.functional.mse_loss(out, target))
+
+
+def _line(module, marker):
+    source = inspect.getsourcefile(module)
+    with open(source) as f:
+        return f"{source}:{next(n for n, text in enumerate(f, 1) if marker in text)}"
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_source_location_excludes_moves_the_location_to_the_caller(training):
+    helper_line = _line(location_helper, "# the helper's line")
+    caller_line = _line(sys.modules[__name__], "# the caller's line")
+    x, target = torch.rand(2, 3), torch.rand(2, 3)
+    for excludes, where in [(None, helper_line),
+                            (["/torch/", "/poptorch/", "location_helper.py"], caller_line)]:
+        opts = poptorch.Options()
+        if excludes is not None:
+            opts.sourceLocationExcludes(excludes)
+        model = CallsHelper()
+        with pytest.raises(poptorch.Error) as info:
+            if training:
+                poptorch.trainingModel(model, opts, torch.optim.SGD(
+                    model.parameters(), lr=0.1))(x, target)
+            else:
+                poptorch.inferenceModel(model, opts)(x)
+        assert info.value.location == where
+        assert re.match(r"unsupported op 'torch\.(aten\.)?lgamma'", info.value.message)
+
+
+def test_append_to_location_excludes_adds_to_the_defaults():
+    opts = poptorch.Options().appendToLocationExcludes("location_helper.py")
+    assert opts.source_location_excludes == ["/torch/", "/poptorch/", "location_helper.py"]
+    with pytest.raises(poptorch.Error) as info:
+        poptorch.inferenceModel(CallsHelper(), opts)(torch.rand(2, 3))
+    assert info.value.location == _line(sys.modules[__name__], "# the caller's line")
