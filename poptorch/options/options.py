@@ -197,7 +197,13 @@ class Options(OptionsGroup):
         return self
 
     def useIpuModel(self, use_model: bool) -> Options:  # noqa: N802
-        """Use the IPU Model (True) or IPU hardware; overrides POPTORCH_IPU_MODEL."""
+        """Use the IPU Model (True) or IPU hardware; overrides POPTORCH_IPU_MODEL.
+
+        PopTorch's IPU Model is an "ipu2" (Mk2) model of 1472 tiles per IPU (its
+        popart_compiler getNumTilesPerIpu), which is what the machine model simulates
+        in both cases (runtime/machine/system.py), so the figures do not change; as
+        PopTorch's, the IPU Model refuses logCycleCount (no hardware cycle counter) and
+        an offline target."""
         if check_bool("useIpuModel: use_model", use_model) and self.offline_ipu_version:
             raise Error("useIpuModel: the IPU Model cannot be used with an offline IPU target; "
                         "do not call useOfflineIpuTarget()", type="options")
@@ -237,8 +243,17 @@ class Options(OptionsGroup):
         return self
 
     def syncPattern(self, sync_pattern: SyncPattern) -> Options:  # noqa: N802
-        """Synchronisation in multi-IPU systems: Full, SinglePipeline or ReplicaAndLadder."""
-        self.sync_pattern = check_enum("syncPattern: sync_pattern", sync_pattern, SyncPattern)
+        """Synchronisation in multi-IPU systems: Full, SinglePipeline or ReplicaAndLadder.
+        Only Full, the default, is supported: the machine model's timeline
+        (runtime/machine/scheduler.py) has no sync groups, per IPU or per replica group,
+        that would let some IPUs do host IO while others compute."""
+        pattern = check_enum("syncPattern: sync_pattern", sync_pattern, SyncPattern)
+        if pattern != SyncPattern.Full:
+            raise Error(f"syncPattern(SyncPattern.{pattern.name}) is not supported: the "
+                        "machine model has no sync groups that would let IPUs communicate "
+                        "with the host independently; use SyncPattern.Full (the default)",
+                        type="options")
+        self.sync_pattern = pattern
         return self
 
     def autoRoundNumIPUs(self, auto_round_num_ipus: bool = True) -> Options:  # noqa: N802
@@ -402,6 +417,9 @@ class Options(OptionsGroup):
             copied = options.clone()
         if not training and copied.Training.gradient_accumulation != 1:
             _refuse_accumulation(copied)
+        if copied.use_ipu_model and copied.log_cycle_count:  # PopTorch's errorOnCycleLogging
+            raise Error("Cycle count logging is only supported on actual IPU hardware: "
+                        "call logCycleCount(False) or useIpuModel(False)", type="options")
         if copied.defaultOutputMode():
             copied.outputMode(OutputMode.Final if training else OutputMode.All)
         return copied

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import poptorch
+from poptorch.runtime.machine.system import GC200
 
 
 # ---- AutoStage.AutoIncrement (11-api-reference.txt, poptorch.AutoStage) ------------------
@@ -353,3 +354,64 @@ def test_append_to_location_excludes_adds_to_the_defaults():
     with pytest.raises(poptorch.Error) as info:
         poptorch.inferenceModel(CallsHelper(), opts)(torch.rand(2, 3))
     assert info.value.location == _line(sys.modules[__name__], "# the caller's line")
+
+
+# ---- options with only their default on the machine model; useIpuModel ------------------
+@pytest.mark.parametrize("pattern", [poptorch.SyncPattern.SinglePipeline,
+                                     poptorch.SyncPattern.ReplicaAndLadder])
+def test_sync_patterns_other_than_full_are_refused(pattern):
+    with pytest.raises(poptorch.Error) as info:
+        poptorch.Options().syncPattern(pattern)
+    assert info.value.message == (
+        f"syncPattern(SyncPattern.{pattern.name}) is not supported: the machine model has no "
+        "sync groups that would let IPUs communicate with the host independently; use "
+        "SyncPattern.Full (the default)")
+    assert poptorch.Options().syncPattern(poptorch.SyncPattern.Full).sync_pattern == \
+        poptorch.SyncPattern.Full
+
+
+def test_convolution_dithering_is_refused():
+    opts = poptorch.Options()
+    with pytest.raises(poptorch.Error, match=r"^setConvolutionDithering\(True\) is not "
+                                             r"supported: the machine model maps each "
+                                             r"convolution evenly"):
+        opts.Training.setConvolutionDithering(True)
+    assert opts.Training.setConvolutionDithering(False).convolution_dithering is False
+
+
+def test_trace_model_true_is_no_longer_supported():
+    """PopTorch 3: traceModel is deprecated (a warning), and True is an error."""
+    opts = poptorch.Options()
+    assert opts.Jit.trace_model is False
+    with poptorch_log() as records:
+        with pytest.raises(poptorch.Error, match=r"^options.Jit.traceModel\(True\) is no "
+                                                 r"longer supported: PopTorch 3 captures"):
+            opts.Jit.traceModel(True)
+        opts.Jit.traceModel(False)
+    warnings = [r for r in records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2 and warnings[0].getMessage().startswith(
+        "[Deprecated] Do not call options.Jit.traceModel()")
+    model = torch.nn.Linear(3, 2)
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(poptorch.inferenceModel(model, opts)(x), model(x))
+
+
+def test_ipu_model_is_popart_s_mk2_model_with_the_same_figures():
+    """PopTorch's IPU Model is an "ipu2" model of 1472 tiles, the machine model's IPU:
+    the same cycles and memory as without useIpuModel."""
+    figures = []
+    for use_model in (False, True):
+        opts = poptorch.Options().useIpuModel(use_model).deviceIterations(2)
+        model = Regression()
+        ipu = poptorch.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.1))
+        ipu(torch.randn(2, 3), torch.randn(2, 2))
+        figures.append((ipu.cycleCount(), ipu.getMemoryEstimate().to_dict()))
+    assert figures[0] == figures[1] and figures[0][0] > 0
+    assert figures[0][1]["tiles"] == GC200.tilesPerIPU == 1472
+
+
+def test_ipu_model_refuses_cycle_count_logging():
+    opts = poptorch.Options().useIpuModel(True).logCycleCount(True)
+    with pytest.raises(poptorch.Error, match=r"^Cycle count logging is only supported on "
+                                             r"actual IPU hardware"):
+        poptorch.inferenceModel(torch.nn.Linear(2, 2), opts)

@@ -170,7 +170,7 @@ def test_to_dict_and_repr():
     assert text.startswith("Options(device_iterations=2, ")
     assert "output_mode=OutputMode.All" in text and "random_seed=None" in text
     assert "Training=_TrainingOptions(gradient_accumulation=3, " in text
-    assert "Jit=_JitOptions(trace_model=True)" in text
+    assert "Jit=_JitOptions(trace_model=False)" in text
     assert not opts.defaultOutputMode()
 
 
