@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 import torch
 
-from poptorch.enums import HalfFloatCastingBehavior, MeanReductionStrategy, ReductionType
 from poptorch._logging import logger
+from poptorch.enums import HalfFloatCastingBehavior, MeanReductionStrategy, ReductionType
 from poptorch.errors import Error
 
 E = TypeVar("E", bound=enum.Enum)
