@@ -415,3 +415,69 @@ def test_ipu_model_refuses_cycle_count_logging():
     with pytest.raises(poptorch.Error, match=r"^Cycle count logging is only supported on "
                                              r"actual IPU hardware"):
         poptorch.inferenceModel(torch.nn.Linear(2, 2), opts)
+
+
+# ---- anchorTensor / getAnchoredTensor (PopTorch's user guide, "Debugging your model") -----
+class Debugged(torch.nn.Module):
+    """The user guide's debugging example (docs/user_guide/debugging.py)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(3)
+        self.fc1 = torch.nn.Linear(10, 10)
+        self.relu = torch.nn.ReLU()
+        self.fc2 = torch.nn.Linear(10, 10)
+        self.loss = torch.nn.MSELoss(reduction="mean")
+
+    def forward(self, x, labels=None):
+        out = self.fc2(self.relu(self.fc1(x)))
+        if self.training:
+            return self.loss(out, labels)
+        return out
+
+
+def test_the_user_guide_s_gradient_and_update_anchors_match_the_cpu():
+    x, labels = torch.rand(10, 10), torch.rand(10, 10)
+    opts = poptorch.Options()
+    opts.anchorTensor("grad_bias", "Gradient___fc2.bias")
+    opts.anchorTensor("update_weight", "UpdatedVar___fc2.weight")
+    model, reference = Debugged(), Debugged()
+    ipu = poptorch.trainingModel(model, opts)  # PopTorch's default SGD(lr=0.01)
+    ipu(x, labels)
+    reference(x, labels).backward()
+    torch.testing.assert_close(ipu.getAnchoredTensor("grad_bias"), reference.fc2.bias.grad)
+    torch.testing.assert_close(ipu.getAnchoredTensor("update_weight"),
+                               reference.fc2.weight - 0.01 * reference.fc2.weight.grad)
+
+
+def _anchored(mode, period=1):
+    opts = poptorch.Options().deviceIterations(2)
+    opts.Training.gradientAccumulation(2)
+    opts.anchorTensor("g", "Gradient___fc2.bias", output_mode=mode, output_return_period=period)
+    torch.manual_seed(4)
+    x, labels = torch.rand(8, 10), torch.rand(8, 10)
+    ipu = poptorch.trainingModel(Debugged(), opts)
+    ipu(x, labels)
+    return ipu.getAnchoredTensor("g")
+
+
+def test_anchor_output_modes_with_device_iterations_and_accumulation():
+    """One gradient per optimizer step (2 device iterations): All keeps both (All is
+    OutputMode 0, which used to fall back to the model's Final), Sum adds them, Final
+    and EveryN(2) keep the last."""
+    every = _anchored(poptorch.OutputMode.All)
+    assert every.shape == (2, 10) and not torch.equal(every[0], every[1])
+    torch.testing.assert_close(_anchored(poptorch.OutputMode.Sum), every.sum(0))
+    torch.testing.assert_close(_anchored(poptorch.OutputMode.Final), every[-1])
+    torch.testing.assert_close(_anchored(poptorch.OutputMode.EveryN, 2), every[1:])
+    torch.testing.assert_close(_anchored(None), every[-1])  # the model's mode: Final
+
+
+def test_inference_anchors_a_weight_per_device_iteration():
+    opts = poptorch.Options().deviceIterations(2).anchorTensor("w", "fc2.weight")
+    model = Debugged().eval()
+    ipu = poptorch.inferenceModel(model, opts)
+    ipu(torch.rand(4, 10))
+    anchored = ipu.getAnchoredTensor("w")  # OutputMode.All, the inference default
+    assert anchored.shape == (2, 10, 10)
+    torch.testing.assert_close(anchored[1], model.fc2.weight.detach())
