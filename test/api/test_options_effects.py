@@ -481,3 +481,64 @@ def test_inference_anchors_a_weight_per_device_iteration():
     anchored = ipu.getAnchoredTensor("w")  # OutputMode.All, the inference default
     assert anchored.shape == (2, 10, 10)
     torch.testing.assert_close(anchored[1], model.fc2.weight.detach())
+
+
+# ---- randomSeed: reproducible random ops, a stream per replica ----------------------------
+RANDOM_OPS = {
+    "dropout": lambda x: torch.nn.functional.dropout(x, 0.5, training=True),
+    "normal": lambda x: torch.normal(x, 1.0),
+    "randperm": lambda x: torch.randperm(8).to(x.dtype).unsqueeze(0) + x,
+    "bernoulli": lambda x: torch.bernoulli(torch.full_like(x, 0.5)),
+    "distributions": lambda x: torch.distributions.Normal(x, torch.ones_like(x)).sample(),
+}
+
+
+class Draws(torch.nn.Module):
+    def __init__(self, draw):
+        super().__init__()
+        self.draw = draw
+
+    def forward(self, x):
+        return self.draw(x)
+
+
+def _draws(name, seed, replicas=2, iterations=2):
+    opts = poptorch.Options().randomSeed(seed).replicationFactor(replicas)
+    ipu = poptorch.inferenceModel(Draws(RANDOM_OPS[name]), opts.deviceIterations(iterations))
+    return ipu(torch.ones(replicas * iterations, 8))
+
+
+@pytest.mark.parametrize("name", RANDOM_OPS)
+def test_random_seed_reproduces_random_ops_with_a_stream_per_replica(name):
+    """The same seed gives the same draws run to run (a fresh model each time), another
+    seed others; every replica, and every device iteration, draws its own numbers."""
+    first = _draws(name, 5)
+    assert first.shape == (4, 8)
+    torch.testing.assert_close(_draws(name, 5), first)
+    assert not torch.equal(_draws(name, 6), first)
+    assert len({tuple(row.tolist()) for row in first}) == 4  # 2 iterations x 2 replicas
+    one_replica = _draws(name, 5, replicas=1, iterations=1)
+    torch.testing.assert_close(_draws(name, 5, replicas=1, iterations=1), one_replica)
+
+
+class DropoutLoss(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5))
+
+    def forward(self, x):
+        return poptorch.identity_loss(self.model(x).square().mean(), "sum")
+
+
+def test_random_seed_reproduces_dropout_training_with_replicas():
+    weights = []
+    for _ in range(2):
+        opts = poptorch.Options().randomSeed(7).replicationFactor(2).deviceIterations(2)
+        wrapper = DropoutLoss()
+        model = wrapper.model
+        ipu = poptorch.trainingModel(wrapper, opts, torch.optim.SGD(model.parameters(), lr=0.1))
+        ipu(torch.ones(4, 8))
+        ipu.copyWeightsToHost()
+        weights.append(model[0].weight.detach().clone())
+    torch.testing.assert_close(weights[0], weights[1])
