@@ -12,6 +12,7 @@ import location_helper
 import numpy as np
 import pytest
 import torch
+from test_optim import Device, compare
 
 import poptorch
 from poptorch.runtime.machine.system import GC200
@@ -542,3 +543,19 @@ def test_random_seed_reproduces_dropout_training_with_replicas():
         ipu.copyWeightsToHost()
         weights.append(model[0].weight.detach().clone())
     torch.testing.assert_close(weights[0], weights[1])
+
+
+def test_maximize_negates_the_gradient_scale_of_its_group_only():
+    """optimizer_step: the group with maximize=True steps with -scale (one ipu.neg), the
+    other with the scale itself; ten steps match torch with random gradients."""
+    def make(params):
+        return torch.optim.SGD([{"params": params[:1]}, {"params": params[1:], "maximize": True}],
+                               lr=0.1, momentum=0.9)
+    params = [torch.nn.Parameter(torch.randn(3)) for _ in range(2)]
+    device = Device(make(params), params)
+    neg = re.findall(r'(%\S+) = "ipu\.neg"\((%\S+)\)', device.ir)
+    assert len(neg) == 1
+    negated, scale = neg[0]
+    steps = re.findall(r'"ipu\.sgd_momentum_step"\(([^)]*)\)', device.ir)
+    assert [step.split(", ")[4] for step in steps] == [scale, negated]
+    compare(make, shapes=[(3,), (2, 2)])
