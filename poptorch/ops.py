@@ -22,6 +22,10 @@ def _(tensor):
     return torch.empty_like(tensor)
 
 
+# the gradient of a nop is a nop of the gradient (PopART's NopOp), kept in the backward too
+_nop.register_autograd(lambda ctx, grad: _nop(grad))
+
+
 @torch.library.custom_op("poptorch::recomputation_checkpoint", mutates_args=())
 def _recomputation_checkpoint(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.clone()
@@ -36,13 +40,30 @@ _recomputation_checkpoint.register_autograd(lambda ctx, grad: grad)
 
 
 @torch.library.custom_op("poptorch::ipu_print_tensor", mutates_args=())
-def _ipu_print_tensor(tensor: torch.Tensor, title: str) -> torch.Tensor:
+def _ipu_print_tensor(tensor: torch.Tensor, title: str,
+                      print_gradient: bool = True) -> torch.Tensor:
     return tensor.clone()
 
 
 @_ipu_print_tensor.register_fake
-def _(tensor, title):
+def _(tensor, title, print_gradient=True):
     return torch.empty_like(tensor)
+
+
+def _print_gradient(ctx, grad):
+    """In the backward pass print the gradient, titled `<title>_gradient` (PopART's
+    PrintTensorOp::getGradOps), unless print_gradient=False."""
+    if not ctx.print_gradient:
+        return grad, None, None
+    title = f"{ctx.title}_gradient" if ctx.title else "gradient"
+    return _ipu_print_tensor(grad, title, False), None, None
+
+
+def _print_context(ctx, inputs, output):
+    _, ctx.title, ctx.print_gradient = inputs
+
+
+_ipu_print_tensor.register_autograd(_print_gradient, setup_context=_print_context)
 
 
 @torch.library.custom_op("poptorch::set_available_memory", mutates_args=())
@@ -73,12 +94,18 @@ def recomputationCheckpoint(*tensors: torch.Tensor):  # noqa: N802 - PopTorch's 
     return out[0] if len(out) == 1 else out
 
 
-def ipu_print_tensor(tensor: torch.Tensor, title: str = "") -> torch.Tensor:
+def ipu_print_tensor(tensor: torch.Tensor, title: str = "",
+                     print_gradient: bool = True) -> torch.Tensor:
     """Print `tensor` (after `title`) when the model runs on the IPU; returns it unchanged.
+    In training, the backward pass prints its gradient (titled `<title>_gradient`) unless
+    `print_gradient` is False.
 
     Use the returned tensor in the rest of the model (spec 4.6.2).
     """
-    return _ipu_print_tensor(tensor, title)
+    if not isinstance(print_gradient, bool):
+        raise Error(f"ipu_print_tensor: print_gradient must be True or False, got "
+                    f"{print_gradient!r}", type="api")
+    return _ipu_print_tensor(tensor, title, print_gradient)
 
 
 def set_available_memory(tensor: torch.Tensor,

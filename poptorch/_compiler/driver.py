@@ -15,7 +15,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-import torch
 from torch_mlir import ir
 
 from poptorch._frontend import capture, model_code
@@ -48,9 +47,6 @@ PIPELINE = (
     "ipu-simplify",
     "cse",
 )
-# torch and poptorch's own packages: not the checkout's root, whose .venv holds the
-# libraries that define users' models (torchvision, transformers, timm)
-_LIBRARY_DIRS = (os.path.dirname(torch.__file__) + os.sep, *model_code.OWN_DIRS)
 
 
 @dataclass
@@ -87,7 +83,7 @@ def user_location(loc: ir.Location) -> str:
     """`file:line` of the innermost frame in the user's code (not torch's, not ours)."""
     found = frames(loc)
     for frame in found:
-        if not os.path.abspath(frame.filename).startswith(_LIBRARY_DIRS):
+        if not model_code.library_file(frame.filename):
             return f"{frame.filename}:{frame.start_line}"
     return f"{found[0].filename}:{found[0].start_line}" if found else ""
 

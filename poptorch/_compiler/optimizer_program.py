@@ -52,14 +52,14 @@ _GROUP_HYPERS = {
     "lamb": ("lr", "beta1", "beta2", "eps", "weight_decay"),
 }
 _GLOBAL_HYPERS = {"loss_scaling": 1.0, "max_grad_norm": math.inf, "max_weight_norm": math.inf}
-_GROUP_FLAGS = {"sgd": ("nesterov",), "adam": ("decoupled_weight_decay",),
-                "rmsprop": ("centered",), "lamb": ()}
+_GROUP_FLAGS = {"sgd": ("nesterov", "maximize"), "adam": ("decoupled_weight_decay", "maximize"),
+                "rmsprop": ("centered", "maximize"), "lamb": ()}
 # optimizer-wide structural attributes, with their value for optimizers without them
 _GLOBAL_FLAGS = {"bias_correction": True, "use_tf_variant": False, "use_combined_accum": False,
                  "accum_type": torch.float32, "velocity_accum_type": torch.float32,
                  "first_order_momentum_accum_type": torch.float32,
                  "second_order_momentum_accum_type": torch.float32}
-_UNSUPPORTED = ("amsgrad", "maximize")
+_UNSUPPORTED = ("amsgrad",)
 
 
 def _builtin(optimizer: Any) -> type | None:
@@ -550,7 +550,11 @@ class _Emitter:
 
     def step(self, group: int, w: ir.Value, grad: ir.Value, states: dict[str, ir.Value],
              scale: ir.Value) -> ir.Value:
-        """One `ipu.*_step` op; replaces `states` by the new states, returns the weight."""
+        """One `ipu.*_step` op; replaces `states` by the new states, returns the weight.
+        With torch's `maximize=True` (gradient ascent), the group's gradient scale is
+        negated: torch negates the gradient before anything else uses it."""
+        if self.flag(group, "maximize"):
+            scale = elementwise.UNARY_OPS["neg"](scale, scale.type).result
         if self.spec.family == "sgd" and not states:
             return ops.SgdStepOp(w, grad, scale, self.hyper(group, "lr"),
                                  self.hyper(group, "weight_decay"), w.type).result

@@ -31,7 +31,7 @@ from poptorch._executor.model_copy import (
     shallow_copy,
 )
 from poptorch._executor.weights import DeviceWeights
-from poptorch._frontend import capture
+from poptorch._frontend import capture, model_code
 from poptorch.enums import ConnectionType
 from poptorch.errors import Error
 from poptorch.options import Options, precision, strategies
@@ -161,7 +161,7 @@ class PoplarExecutor(user_api.ExecutorExtras):
         start = time.perf_counter()
         # compiled kernels are kept in, and loaded from, the executable cache too
         cache_dir = opts.executable_cache_dir
-        with kernel_directory(cache_dir):
+        with kernel_directory(cache_dir), model_code.excluding(opts.source_location_excludes):
             key, compiled, cache_timings = cache.lookup(
                 cache_dir, self._training, opts, self._groupings, model, m_args, m_kwargs)
             # capture, import, the pipeline's steps, the JIT and the machine model

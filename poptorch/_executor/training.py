@@ -32,6 +32,7 @@ from poptorch._compiler.optimizer_program import GLOBAL, OptimizerSpec, describe
 from poptorch._executor import figures, host_io, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.executor import PoplarExecutor
+from poptorch._executor.optimizer_attributes import AttributeTracker
 from poptorch._frontend import joint
 from poptorch.dialects import make_context, replica_group
 from poptorch.dialects.placement import symbol_table
@@ -100,6 +101,7 @@ class TrainingExecutor(PoplarExecutor):
         self._optimizer = optimizer or torch.optim.SGD(model.parameters(), lr=0.01)
         self._programs: OptimizerPrograms | None = None
         self._optimizer_state: OptimizerState | None = None
+        self._attributes: AttributeTracker | None = None  # the compiled optimizer's
         trainers.register(model, self)
 
     def _accumulation(self) -> int:
@@ -124,6 +126,8 @@ class TrainingExecutor(PoplarExecutor):
     def _compile_optimizer(self) -> None:
         self._check_in_model(self._optimizer, "trainingModel")
         spec = describe(self._optimizer, self._options.Training.automatic_loss_scaling)
+        self._attributes = AttributeTracker(self._optimizer,
+                                            self._options.relax_optimizer_attributes_checks)
         self._check_grouped_clipping(spec)
         captured = self._compiled.captured
         groups = self._param_groups()
@@ -305,6 +309,7 @@ class TrainingExecutor(PoplarExecutor):
             spec = self._programs.spec
             spec.check_constants(optimizer, "setOptimizer: ")
             self._check_same_groups(optimizer)
+            self._attributes.check(optimizer)
             state = self._optimizer_state.copy()
             state.hyper = spec.hyper_values(optimizer)
             if optimizer is not self._optimizer:

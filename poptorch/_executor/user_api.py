@@ -180,7 +180,8 @@ class Anchors:
             values = [s[name] for s in self.steps if name in s]
             if not values:
                 continue
-            mode = anchor["output_mode"] or options.output_mode
+            # (OutputMode.All is 0: test for None, not truth)
+            mode = options.output_mode if anchor["output_mode"] is None else anchor["output_mode"]
             if mode == OutputMode.Default:
                 mode = default
             if mode == OutputMode.Sum:

@@ -26,7 +26,7 @@ _state = threading.local()
 def _capture_state() -> dict[str, Any]:
     state = getattr(_state, "value", None)
     if state is None:
-        state = _state.value = {"auto_id": False, "next_auto_id": 0, "begin": None,
+        state = _state.value = {"next_auto_id": 0, "begin": None,
                                 "default": None, "scopes": [], "capturing": False}
     return state
 
@@ -41,11 +41,14 @@ def capture_scope(model: torch.nn.Module):
     state = _capture_state()
     state["capturing"] = True
     hooked = any(hasattr(m, "_poptorch_block") for m in model.modules())
+    # each run of the forward numbers its id-less blocks from 0 (torch may trace it twice)
+    renumber = model.register_forward_pre_hook(_reset_auto_id, prepend=True)
     try:
         with forward_hooks(model, _forward_starts, _forward_ends) if hooked \
                 else contextlib.nullcontext():
             yield
     finally:
+        renumber.remove()
         _forward_ends()
         _state.value = None
 
@@ -83,9 +86,19 @@ def _forward_ends(*_) -> None:
             state[key] = None
 
 
+def _reset_auto_id(*_) -> None:
+    """Forward pre-hook of the captured model (and Block.useAutoId): id-less blocks are
+    numbered from "0" again."""
+    _capture_state()["next_auto_id"] = 0
+
+
 def _entries(user_id: str | None, ipu_id: int | str | None) -> dict[str, Any]:
+    """The annotation of a block: as PopTorch's stage manager (`beginStage`), a block
+    without a user_id gets the next automatic id, "0", "1", ... in the order the
+    forward enters id-less blocks, so two id-less blocks are two blocks (and two
+    stages with AutoStage.AutoIncrement, spec 11 AutoStage) even on the same IPU."""
     state = _capture_state()
-    if user_id is None:  # as PopTorch: an unnamed block is named by its index among them
+    if user_id is None and state["capturing"]:
         user_id = str(state["next_auto_id"])
         state["next_auto_id"] += 1
     entries: dict[str, Any] = {}
@@ -125,11 +138,9 @@ class Block(contextlib.ContextDecorator):
 
     @staticmethod
     def useAutoId() -> None:  # noqa: N802 - PopTorch's name
-        """Give blocks without a user_id the index of the block among such blocks,
-        counting from here (PopTorch names unnamed blocks so even without it: the
-        AutoStage examples' Block "0", "1", "2")."""
-        state = _capture_state()
-        state["auto_id"], state["next_auto_id"] = True, 0
+        """Number blocks without a user_id from "0" again (called at the start of a
+        forward); they always get the index of the block among such blocks."""
+        _reset_auto_id()
 
     @staticmethod
     def start(user_id: str | None = None, ipu_id: int | str | None = None) -> None:

@@ -2,7 +2,9 @@
 
 - `library_file` tells which frames are the user's: an error names the innermost
   frame outside torch and poptorch (the model, or the library defining it, such as
-  transformers).
+  transformers). Which frames are "torch's" is `Options.sourceLocationExcludes`: a
+  frame whose path contains one of its strings (default "/torch/", "/poptorch/") is
+  skipped, as in PopTorch; poptorch's own packages always are (`excluding`).
 - An exception the model's own code raises (its `raise ValueError(...)`, an `assert`, a
   `KeyError` from a dict input) reaches the user as it is, as when PopTorch traces
   forward in Python (`reraise_from_model`); what torch's export machinery raises
@@ -34,9 +36,31 @@ OWN_DIRS = tuple(os.path.join(_ROOT, name) + os.sep
                  for name in ("poptorch", "dialects", "passes", "runtime"))
 
 
+DEFAULT_EXCLUDES = ("/torch/", "/poptorch/")  # Options.source_location_excludes' default
+_excludes: tuple[str, ...] | None = None  # Options.sourceLocationExcludes while compiling
+
+
+@contextlib.contextmanager
+def excluding(excludes: list[str] | tuple[str, ...]):
+    """While inside (a model's compilation), frames whose path contains one of
+    `excludes` (`Options.sourceLocationExcludes`) are not the user's."""
+    global _excludes  # noqa: PLW0603 - one compilation at a time, as the capture state
+    saved, _excludes = _excludes, tuple(excludes)
+    try:
+        yield
+    finally:
+        _excludes = saved
+
+
 def library_file(path: str) -> bool:
-    """Whether `path` is torch's or poptorch's own code, not the user's."""
-    return os.path.abspath(path).startswith((_TORCH_DIR, *OWN_DIRS))
+    """Whether `path` is not the user's code: poptorch's own, or, outside a compilation,
+    torch's; during one, a path containing one of `Options.sourceLocationExcludes`."""
+    path = os.path.abspath(path)
+    if path.startswith(OWN_DIRS):
+        return True
+    if _excludes is None:
+        return path.startswith(_TORCH_DIR)
+    return any(exclude in path for exclude in _excludes)
 
 
 def user_line(node: torch.fx.Node | None) -> str:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from poptorch._logging import logger
 from poptorch.enums import HalfFloatCastingBehavior, MeanReductionStrategy, ReductionType
 from poptorch.errors import Error
 
@@ -193,8 +194,16 @@ class _TrainingOptions(OptionsGroup):
         return self
 
     def setConvolutionDithering(self, enabled: bool) -> _TrainingOptions:  # noqa: N802
-        """Lay out convolutions with different parameters from different tiles."""
-        self.convolution_dithering = check_bool("setConvolutionDithering: enabled", enabled)
+        """Lay out convolutions with different parameters from different tiles. Refused
+        (True): the machine model plans a convolution's tiles from its shapes alone and
+        charges every tile's work evenly (runtime/machine/cost.py), so there is no tile
+        imbalance for dithering to spread; False (the default) is accepted."""
+        if check_bool("setConvolutionDithering: enabled", enabled):
+            raise Error("setConvolutionDithering(True) is not supported: the machine model "
+                        "maps each convolution evenly over the tiles it uses and has no "
+                        "per-convolution tile offset for dithering to change; leave it "
+                        "False", type="options")
+        self.convolution_dithering = enabled
         return self
 
 
@@ -249,11 +258,21 @@ class _JitOptions(OptionsGroup):
     _prefix = "Jit."
 
     def __init__(self) -> None:
-        self.trace_model = True
+        self.trace_model = False
 
     def traceModel(self, trace_model: bool) -> _JitOptions:  # noqa: N802
-        """Kept for compatibility (deprecated in PopTorch)."""
-        self.trace_model = check_bool("traceModel: trace_model", trace_model)
+        """DO NOT USE: about to be removed (spec 11). As in PopTorch 3, tracing with
+        torch.jit.trace is gone: models are captured through the dispatcher (here
+        torch.export), which False, the default, keeps; True is an Error."""
+        check_bool("traceModel: trace_model", trace_model)
+        logger.warning("[Deprecated] Do not call options.Jit.traceModel(): "
+                       "options.Jit.traceModel(False) is now the default, and True is no "
+                       "longer supported, therefore this function will be removed shortly")
+        if trace_model:
+            raise Error("options.Jit.traceModel(True) is no longer supported: PopTorch 3 "
+                        "captures the model through the PyTorch dispatcher (torch.export "
+                        "here) instead of torch.jit.trace; remove the call", type="options")
+        self.trace_model = False
         return self
 
 

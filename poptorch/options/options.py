@@ -40,7 +40,7 @@ from poptorch.options.config_file import CATEGORIES as _CATEGORIES
 from poptorch.options.config_file import load_config
 from poptorch.options.encoding import STRATEGIES, options_text
 from poptorch.options.schema import freeze
-from poptorch.options.strategies import _Strategy
+from poptorch.options.strategies import PipelinedExecution, ShardedExecution, _Strategy
 from poptorch.runtime.machine.system import DEVICE_COUNT
 
 __all__ = ["Options", "TensorLocationSettings"]
@@ -197,7 +197,13 @@ class Options(OptionsGroup):
         return self
 
     def useIpuModel(self, use_model: bool) -> Options:  # noqa: N802
-        """Use the IPU Model (True) or IPU hardware; overrides POPTORCH_IPU_MODEL."""
+        """Use the IPU Model (True) or IPU hardware; overrides POPTORCH_IPU_MODEL.
+
+        PopTorch's IPU Model is an "ipu2" (Mk2) model of 1472 tiles per IPU (its
+        popart_compiler getNumTilesPerIpu), which is what the machine model simulates
+        in both cases (runtime/machine/system.py), so the figures do not change; as
+        PopTorch's, the IPU Model refuses logCycleCount (no hardware cycle counter) and
+        an offline target."""
         if check_bool("useIpuModel: use_model", use_model) and self.offline_ipu_version:
             raise Error("useIpuModel: the IPU Model cannot be used with an offline IPU target; "
                         "do not call useOfflineIpuTarget()", type="options")
@@ -237,8 +243,17 @@ class Options(OptionsGroup):
         return self
 
     def syncPattern(self, sync_pattern: SyncPattern) -> Options:  # noqa: N802
-        """Synchronisation in multi-IPU systems: Full, SinglePipeline or ReplicaAndLadder."""
-        self.sync_pattern = check_enum("syncPattern: sync_pattern", sync_pattern, SyncPattern)
+        """Synchronisation in multi-IPU systems: Full, SinglePipeline or ReplicaAndLadder.
+        Only Full, the default, is supported: the machine model's timeline
+        (runtime/machine/scheduler.py) has no sync groups, per IPU or per replica group,
+        that would let some IPUs do host IO while others compute."""
+        pattern = check_enum("syncPattern: sync_pattern", sync_pattern, SyncPattern)
+        if pattern != SyncPattern.Full:
+            raise Error(f"syncPattern(SyncPattern.{pattern.name}) is not supported: the "
+                        "machine model has no sync groups that would let IPUs communicate "
+                        "with the host independently; use SyncPattern.Full (the default)",
+                        type="options")
+        self.sync_pattern = pattern
         return self
 
     def autoRoundNumIPUs(self, auto_round_num_ipus: bool = True) -> Options:  # noqa: N802
@@ -400,6 +415,11 @@ class Options(OptionsGroup):
         else:
             options._freeze(by=FROZEN_BY_MODEL)
             copied = options.clone()
+        if not training and copied.Training.gradient_accumulation != 1:
+            _refuse_accumulation(copied)
+        if copied.use_ipu_model and copied.log_cycle_count:  # PopTorch's errorOnCycleLogging
+            raise Error("Cycle count logging is only supported on actual IPU hardware: "
+                        "call logCycleCount(False) or useIpuModel(False)", type="options")
         if copied.defaultOutputMode():
             copied.outputMode(OutputMode.Final if training else OutputMode.All)
         return copied
@@ -415,3 +435,17 @@ class Options(OptionsGroup):
     def __repr__(self) -> str:
         categories = ", ".join(f"{name}={getattr(self, name)!r}" for name in _CATEGORIES)
         return f"Options({show_values(self._values())}, {categories})"
+
+
+def _refuse_accumulation(options: Options) -> None:
+    """PopTorch's error for an inference model given Training.gradientAccumulation(n > 1)
+    (its `_poplar_executor.py`): inference has no gradients to accumulate, and a pipeline
+    is fed by deviceIterations instead."""
+    message = ("You must set poptorch.Options().Training.gradientAccumulation to 1 or leave "
+               "it as its default value (1) when running a poptorch.inferenceModel().")
+    strategy = options.execution_strategy
+    if strategy is None or (isinstance(strategy, PipelinedExecution)
+                            and not isinstance(strategy, ShardedExecution)):
+        message += (" Use poptorch.Options().deviceIterations to process a sufficient "
+                    "number of batches each run for pipelined execution instead.")
+    raise Error(message, type="options")

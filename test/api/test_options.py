@@ -44,7 +44,7 @@ def test_defaults():
     assert opts.Training.gradient_accumulation == 1
     assert opts.Training.accumulation_and_replication_reduction_type == ReductionType.Mean
     assert opts.Precision.half_float_casting == HalfFloatCastingBehavior.Default
-    assert opts.TensorLocations.num_io_tiles == 0 and opts.Jit.trace_model is True
+    assert opts.TensorLocations.num_io_tiles == 0 and opts.Jit.trace_model is False
     assert (opts.Distributed.numProcesses, opts.Distributed.processId) == (1, 0)
 
 
@@ -97,7 +97,7 @@ SETTERS = [
     ("", "useOfflineIpuTarget", (), "connection_type", ConnectionType.Never),
     ("", "connectionType", (ConnectionType.OnDemand,), "connection_type",
      ConnectionType.OnDemand),
-    ("", "syncPattern", (SyncPattern.SinglePipeline,), "sync_pattern", SyncPattern.SinglePipeline),
+    ("", "syncPattern", (SyncPattern.Full,), "sync_pattern", SyncPattern.Full),
     ("", "autoRoundNumIPUs", (), "auto_round_num_ipus", True),
     ("", "setAvailableMemoryProportion", ({"IPU0": 0.5, "IPU1": 1},),
      "available_memory_proportion", {0: 0.5, 1: 1.0}),
@@ -131,7 +131,7 @@ SETTERS = [
     ("Training", "setMeanAccumulationAndReplicationReductionStrategy",
      (MeanReductionStrategy.Running,), "mean_reduction_strategy", MeanReductionStrategy.Running),
     ("Training", "setAutomaticLossScaling", (True,), "automatic_loss_scaling", True),
-    ("Training", "setConvolutionDithering", (True,), "convolution_dithering", True),
+    ("Training", "setConvolutionDithering", (False,), "convolution_dithering", False),
     ("Precision", "setPartialsType", (torch.half,), "partials_type", torch.half),
     ("Precision", "enableStochasticRounding", (True,), "stochastic_rounding", True),
     ("Precision", "enableFloatingPointExceptions", (True,), "floating_point_exceptions", True),

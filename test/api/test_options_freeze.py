@@ -70,7 +70,9 @@ def test_for_model_freezes_the_users_options_and_resolves_the_output_mode():
         opts.logDir("x")  # PopTorch freezes every option, run-time ones too
     assert opts.output_mode == OutputMode.Default  # the user's options are not changed
     assert (training.output_mode, training.device_iterations) == (OutputMode.Final, 2)
-    assert Options._for_model(opts, training=False).output_mode == OutputMode.All
+    inference_opts = opts.clone()
+    inference_opts.Training.gradientAccumulation(1)  # inference refuses accumulation
+    assert Options._for_model(inference_opts, training=False).output_mode == OutputMode.All
     assert Options._for_model(None, training=False).output_mode == OutputMode.All
     chosen = Options._for_model(Options().outputMode(OutputMode.Sum), training=True)
     assert chosen.output_mode == OutputMode.Sum  # only Default is resolved
@@ -117,6 +119,7 @@ def test_wrapped_models_read_back_the_resolved_output_mode():
 
 def test_a_compiled_model_freezes_its_compile_time_options_only():
     given = configured().replicationFactor(1).showCompilationProgressBar(False)
+    given.Training.gradientAccumulation(1)  # inference refuses accumulation
     given.anchored_tensors = {}  # "w" is no tensor of this model
     model = poptorch.inferenceModel(torch.nn.Linear(4, 3), given)
     opts = model.options  # the model's own options
@@ -167,7 +170,7 @@ def test_to_dict_and_repr():
     assert text.startswith("Options(device_iterations=2, ")
     assert "output_mode=OutputMode.All" in text and "random_seed=None" in text
     assert "Training=_TrainingOptions(gradient_accumulation=3, " in text
-    assert "Jit=_JitOptions(trace_model=True)" in text
+    assert "Jit=_JitOptions(trace_model=False)" in text
     assert not opts.defaultOutputMode()
 
 
