@@ -133,6 +133,9 @@ class Case:
     envelope: bool = False
     # beyond float32 noise: a model whose gradient is discontinuous at rounding level
     train_tolerance: tuple[float, float] = (RTOL, 0.0)  # (rtol, atol added)
+    # Options.enableStableNorm(True): PyTorch's two-pass variance, where PopTorch's
+    # default one-pass sum(x^2) - sum(x) * mean moves the loss beyond RTOL
+    stable_norm: bool = False
 
 
 def _images(classes: int, size: int = 64):
@@ -217,7 +220,8 @@ def _build_timm_resnet():
 
 CASES = {case.name: case for case in [
     Case("resnet18", _build_resnet18, _images(10), _resnet_blocks, lambda m: m.model.conv1,
-         micro_batch=4, envelope=True),
+         # one-pass variance: the loss 1.2e-4 (relative) off the CPU's, measured
+         micro_batch=4, envelope=True, stable_norm=True),
     Case("mobilenet_v2", _build_mobilenet, _images(10),
          lambda m, ipus: _spread(list(m.model.features), ipus), lambda m: m.model.features[0],
          # ReLU6 after batch norm: a pre-activation within rounding (1e-7) of 6 lands on
@@ -300,7 +304,7 @@ def run(name: str, mode: str, training: bool, seed: int = 0) -> Result:
     model = case.build()
     reference = copy.deepcopy(model)
     ids = place(model, case, ipus, strategy)
-    opts = options(ipus, replicas, strategy, ids, training)
+    opts = options(ipus, replicas, strategy, ids, training).enableStableNorm(case.stable_norm)
     micro_batches = opts.Training.gradient_accumulation if training else opts.device_iterations
     batch = case.micro_batch * micro_batches * replicas
     if training:
