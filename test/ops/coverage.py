@@ -141,6 +141,12 @@ REFUSALS = {
     r"as in PopTorch|PopTorch does not support|\(PopTorch: |Bincount `minlength` must|"
     r"OneHot num classes must": "PopTorch refuses it too; the error says what to write "
                                 "instead",
+    r"Invalid serialisation factor .* should be a multple": "PopART refuses a "
+        "serialisation factor that does not divide the dimension, with this message",
+    r"Overlapped IO is not supported with poptorch.PipelinedExecution": "PopTorch refuses "
+        "overlapped I/O under its default PipelinedExecution, with this message",
+    r"is not registered in this process: register its implementation": "PopTorch cannot "
+        "run a custom op whose library is not loaded; ours are registered from Python",
 }
 
 
