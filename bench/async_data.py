@@ -41,9 +41,11 @@ class SlowDataset(Dataset):
 class Model(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.body = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
-                                        torch.nn.Linear(256, 256), torch.nn.ReLU(),
-                                        torch.nn.Linear(256, 8))
+        # wide enough that a step takes tens of milliseconds, so that the per-element
+        # sleep (about a millisecond) is far above the timer's resolution
+        self.body = torch.nn.Sequential(torch.nn.Linear(64, 2048), torch.nn.ReLU(),
+                                        torch.nn.Linear(2048, 2048), torch.nn.ReLU(),
+                                        torch.nn.Linear(2048, 8))
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         out = self.body(x)
