@@ -162,21 +162,27 @@ def _engine_flag(options: dict, key: str) -> bool | None:
                 '"false"', type="options")
 
 
-def _engine_options() -> dict:
-    text = os.environ.get(ENGINE_OPTIONS, "").strip()
+def _json_object(variable: str, what: str, example: str, short_example: str) -> dict:
+    """The JSON object environment variable `variable` holds ({} when unset or empty);
+    an error naming it, with an example, when it is not a JSON object."""
+    text = os.environ.get(variable, "").strip()
     if not text:
         return {}
     try:
         options = json.loads(text)
     except json.JSONDecodeError as error:
-        raise Error(f"{ENGINE_OPTIONS} is not valid JSON ({error.msg} at character "
+        raise Error(f"{variable} is not valid JSON ({error.msg} at character "
                     f"{error.pos}): {text!r}; set it to a JSON object such as "
-                    '\'{"autoReport.all":"true"}\'', type="options") from None
+                    f"'{example}'", type="options") from None
     if not isinstance(options, dict):
-        raise Error(f"{ENGINE_OPTIONS} must be a JSON object of engine options, got "
-                    f"{text!r}; for example '{{\"autoReport.all\":\"true\"}}'",
-                    type="options")
+        raise Error(f"{variable} must be {what}, got {text!r}; for example "
+                    f"'{short_example}'", type="options")
     return options
+
+
+def _engine_options() -> dict:
+    example = '{"autoReport.all":"true"}'
+    return _json_object(ENGINE_OPTIONS, "a JSON object of engine options", example, example)
 
 
 def profile_settings(profile_dir: str | None, model_name: str | None,
@@ -220,18 +226,10 @@ def pvti_directory() -> str | None:
     """Where host tracing writes its trace, from `PVTI_OPTIONS` (libpvti's JSON object,
     as PopTorch documents it: '{"enable":"true","directory":"..."}'); None when it is
     unset or "enable" is not "true". The directory defaults to the current one."""
-    text = os.environ.get(PVTI_OPTIONS, "").strip()
-    if not text:
+    options = _json_object(PVTI_OPTIONS, "a JSON object",
+                           '{"enable":"true","directory":"traces"}', '{"enable":"true"}')
+    if not options:
         return None
-    try:
-        options = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise Error(f"{PVTI_OPTIONS} is not valid JSON ({error.msg} at character "
-                    f"{error.pos}): {text!r}; set it to a JSON object such as "
-                    '\'{"enable":"true","directory":"traces"}\'', type="options") from None
-    if not isinstance(options, dict):
-        raise Error(f"{PVTI_OPTIONS} must be a JSON object, got {text!r}; for example "
-                    '\'{"enable":"true"}\'', type="options")
     unknown = sorted(set(options) - set(_PVTI_KEYS))
     if unknown:
         raise Error(f"{PVTI_OPTIONS} sets {', '.join(map(json.dumps, unknown))}, which host "
