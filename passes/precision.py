@@ -107,8 +107,7 @@ class Precision(Pass):
                   "rounding, floating-point exceptions"
     options = (
         Option("partials-type", str, "", "Accumulation type of f16 matmuls and "
-               "convolutions: half or float (empty: leave them untagged, float)",
-               item="half|float", item_help="half|float"),
+               "convolutions: half or float (empty: leave them untagged, float)"),
         Option("stable-norm", bool, True, "Keep the two-pass variance of normalisations; "
                "false: rewrite it as sum(x^2) - sum(x) * mean"),
         Option("stochastic-rounding", bool, False,
@@ -118,6 +117,9 @@ class Precision(Pass):
     )
 
     def run(self, module: ir.Operation) -> None:
+        if self.partials_type not in ("", "half", "float"):
+            raise self.error(module, f"partials-type must be half or float, got "
+                                     f"'{self.partials_type}'")
         # the JIT runs such modules op by op (no fused kernels)
         for name, on in ((FP_EXCEPTIONS, self.floating_point_exceptions),
                          (STOCHASTIC, self.stochastic_rounding)):
