@@ -221,6 +221,12 @@ def decompositions() -> dict:
     has no op for (they would import as an opaque `torch.operator`)."""
     aten = torch.ops.aten
     table = dict(get_decomposition_table())
+    # addmm / baddbmm stay whole (torch-mlir has ops for them, lowered by
+    # conversion/linear.py): torch's decompositions compute them in float32
+    # (`pw_cast_for_opmath`), so an fp16 nn.Linear would become an fp32 matmul between
+    # casts. PopTorch keeps fp16 in, fp16 out, partials by Precision.setPartialsType.
+    for overload in (aten.addmm.default, aten.baddbmm.default):
+        del table[overload]
     table[aten.erfc.default] = lambda x: 1 - aten.erf(x)
     # ipu.sort is always stable, so the stable overload is the plain one.
     table[aten.sort.stable] = lambda x, *, stable=None, dim=-1, descending=False: \
