@@ -177,6 +177,28 @@ def gelu(op: ir.OpView, b: Builder) -> ir.Value:
     return UNARY_OPS["gelu" if approximate == "none" else "gelu_tanh"](x, out).result
 
 
+# pow(x, c) for the constant exponents PyTorch's CPU kernel computes with a cheaper op
+# (pow_tensor_scalar_optimized_kernel: x * x, sqrt, rsqrt, 1 / x), as PopART's pow
+# pattern turns pow by 2 into a square: the same values, at the vector rate of the
+# cheaper op (popops' POWER is ~150x SQUARE's, popopsCycleEstimators.hpp). Exponent 1
+# (pow(x, 2)'s gradient has pow(x, 1)) is x itself.
+POW_BY_CONSTANT = {2.0: "square", 0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal", 1.0: ""}
+
+
+def pow_(op: ir.OpView, b: Builder) -> ir.Value:
+    """aten.pow.Tensor_Tensor / Tensor_Scalar / Scalar; a float tensor to a constant
+    exponent of POW_BY_CONSTANT is that op."""
+    out = b.result_type()
+    base, exponent = op.operands[0], op.operands[1]
+    if b.is_tensor(base) and not b.is_tensor(exponent) \
+            and isinstance(out.element_type, ir.FloatType):
+        name = POW_BY_CONSTANT.get(float(b.scalar(exponent)))
+        if name is not None:
+            x = operand(b, base, out.element_type)
+            return UNARY_OPS[name](x, out).result if name else x
+    return binary("pow", op, b)
+
+
 def leaky_relu(op: ir.OpView, b: Builder) -> ir.Value:
     """x if x > 0 else slope * x."""
     out = b.result_type()
@@ -246,7 +268,7 @@ def populate_elementwise(patterns: Patterns) -> None:
             patterns.lower(f"torch.aten.{name}.{overload}", partial(compare, name))
     patterns.lower("torch.aten.rsub.Scalar", rsub)
     for overload in ("Tensor_Tensor", "Tensor_Scalar", "Scalar"):
-        patterns.lower(f"torch.aten.pow.{overload}", partial(binary, "pow"))
+        patterns.lower(f"torch.aten.pow.{overload}", pow_)
     for overload in ("self", "ScalarSelf", "ScalarOther", "Scalar"):
         patterns.lower(f"torch.aten.where.{overload}", where)
     patterns.lower("torch.aten.masked_fill.Scalar", masked_fill)
