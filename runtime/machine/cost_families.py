@@ -18,14 +18,24 @@ to its op's particulars with `functools.partial`).
   (M x K) by (K x N), planned with K split in d parts (d = 1, 2, 4, ... <= K). The B*M*N
   outputs spread over t = min(spread(B*M*N, b), T // d) tiles, A = ceil(B*M*N / t)
   each: g = ceil(A / (M*N)) whole products when A >= M*N, else an mb x nb block with
-  mb = min(M, ceil(sqrt(A))), nb = min(N, ceil(A / mb)); each of the d tiles of a block
-  takes k = ceil(K / d) of K. compute = ceil(g*mb*nb*k / AMP MACs a cycle); the tile
-  receives its operand slabs, `recv = g*(mb + nb)*k*b` bytes. With d > 1 a second step
-  sums the fp32 partials (fp16 ones with `ipu.partials_type = f16`): each tile receives
-  and adds ceil(g*mb*nb*(d-1)/d) of them.
+  nb = min(N, ceil(A / mb)), mb square (min(M, ceil(sqrt(A)))) or 2^j within 16x of
+  it (`amp_plans`: poplin's planner weighs the shapes); each of the d tiles of a block
+  takes k = ceil(K / d) of K. compute = ceil(g*mb*nb*k / AMP MACs a cycle), the MACs
+  of the operands' type and partials (`amp_rate`: fp16 with fp32 partials at
+  fp16InFp32OutAmpMacsPerCycle, with fp16 partials at fp16AmpMacsPerCycle). The tile
+  receives its operand slabs, g*mb*k*b of the left one and g*k*nb*b of the right one
+  (once, for a right operand shared by the whole batch), except what it holds of a
+  pre-arranged operand (`layout`: an argument or constant, laid out for the op): such a
+  slab is spread over the s tiles sharing it (ceil(N / nb) for the left slab, ceil(M /
+  mb) for the right), and a tile receives slab - floor(slab / s) (poplin's
+  addExchangeCycleEstimates). Exchange moves exchangeBytesPerCycle a tile a cycle in
+  (and out, at once: only what a tile receives bounds it), in its own BSP step. With
+  d > 1 a second step sums the fp32 partials (fp16 ones with `ipu.partials_type =
+  f16`): each tile receives and adds ceil(g*mb*nb*(d-1)/d) of them.
 - Gathers (gather, index_select, index, embedding_bag, scatter, index_put): a tile
   copies its e result elements (`ceil(e*b / memcpyBytesPerCycle)`) and receives them
-  plus the indices: `recv = e*b + index bytes`.
+  plus the indices: `recv = e*b + index bytes`; a lookup in a pre-arranged table
+  (`GATHERS_FROM_TABLE`) receives only the indices (popops::multiSlice).
 - Available memory proportion p (spec 4.6.9; default 0.6; an op's own
   `ipu.available_memory` attribute, from `poptorch.set_available_memory`, wins): the
   received slabs (and partial sums) of AMP ops and gathers are temporary memory, capped
@@ -55,7 +65,11 @@ from collections.abc import Callable
 
 from torch_mlir import ir
 
+from poptorch.dialects.convolution_backward import ConvWeightGradOp
 from poptorch.dialects.elementwise import BINARY_OPS
+from poptorch.dialects.indexing import EmbeddingBagOp, GatherOp, IndexOp, IndexSelectOp
+from poptorch.dialects.linear import MatMulOp
+from poptorch.dialects.slicing import DynamicSliceOp
 from poptorch.runtime.machine.plan import OpCost, Plan, vector_cycles, vector_rate
 from poptorch.runtime.machine.system import (
     element_bits,
@@ -66,6 +80,9 @@ from poptorch.runtime.machine.system import (
 )
 
 ADD, MUL, MAX = BINARY_OPS["add"], BINARY_OPS["mul"], BINARY_OPS["max"]
+
+# Gathers that read rows of their operand 0 (the table) at the indices.
+GATHERS_FROM_TABLE = (GatherOp, IndexSelectOp, IndexOp, EmbeddingBagOp, DynamicSliceOp)
 
 Dims = tuple[int, int, int, int]  # (B, M, N, K) of an AMP op
 
@@ -97,25 +114,68 @@ def conv_weight_grad_dims(p: Plan) -> Dims:
     return groups, out[0] // groups, math.prod(out[1:]), grad[0] * math.prod(grad[2:])
 
 
-def _blocks(area: int, rows: int, cols: int) -> tuple[int, int, int]:
-    """(g, mb, nb): whole products, or one mb x nb block, making up `area` outputs."""
+def _blocks(area: int, rows: int, cols: int,
+            block_rows: int | None = None) -> tuple[int, int, int]:
+    """(g, mb, nb): whole products, or one mb x nb block (mb = `block_rows`, square by
+    default), making up `area` outputs."""
     if area >= rows * cols:
         return math.ceil(area / (rows * cols)), rows, cols
-    block_rows = min(rows, math.ceil(math.sqrt(area)))
+    if block_rows is None:
+        block_rows = min(rows, math.ceil(math.sqrt(area)))
     return 1, block_rows, min(cols, math.ceil(area / block_rows))
 
 
-def amp_plan(p: Plan, dims: Dims, depth_split: int) -> tuple[OpCost, int]:
-    """The AMP op split over output blocks and `depth_split` parts of K (module
-    docstring): its cost and temporary bytes a tile."""
+# The operands of an AMP op on the M side and on the N side of its (M x K) @ (K x N)
+# products (`Dims`): the left and right operands, except for the weight gradient, whose
+# rows are the gradient's output channels and columns the input's.
+AMP_SIDES: dict[type, tuple[int, int]] = {ConvWeightGradOp: (1, 0)}
+
+
+def amp_rate(p: Plan) -> int:
+    """AMP MACs a tile a cycle: fp16 operands with fp32 partials (PopLibs' default
+    partialsType, poplin MatMul.hpp) at `fp16InFp32OutAmpMacsPerCycle`, with fp16
+    partials (`ipu.partials_type = f16`) at `fp16AmpMacsPerCycle`; others by type."""
+    element, machine = element_type(p.op.operands[0]), p.machine
+    if not isinstance(element, ir.FloatType) or element.width > 16:
+        return machine.fp32AmpMacsPerCycle
+    if element.width == 8 and machine.fp8AmpMacsPerCycle:
+        return machine.fp8AmpMacsPerCycle
+    # fp16, bf16, and fp8 converted to fp16 where the AMP has no fp8 mode
+    return machine.fp16AmpMacsPerCycle if _half_partials(p.op) \
+        else machine.fp16InFp32OutAmpMacsPerCycle
+
+
+def _received(p: Plan, index: int, slab: int, sharers: int) -> int:
+    """Bytes of operand `index`'s `slab` a tile receives: all of it, or, for a
+    pre-arranged operand spread evenly over the `sharers` tiles that use the slab, all
+    but the 1/sharers it holds (`layout`; poplin's addExchangeCycleEstimates)."""
+    return slab - slab // sharers if p.arranged[index] else slab
+
+
+def amp_plan(p: Plan, dims: Dims, depth_split: int, block_rows: int | None = None,
+             rate: int | None = None) -> tuple[OpCost, int]:
+    """The AMP op split over output blocks (of `block_rows` rows, square by default)
+    and `depth_split` parts of K (module docstring): its cost and temporary bytes a
+    tile. `rate`: the op's `amp_rate`, if known."""
     batch, rows, cols, depth = dims
+    rate = rate or amp_rate(p)
     tiles = min(p.tiles, p.available // depth_split)
     products, block_rows, block_cols = _blocks(math.ceil(batch * rows * cols / tiles),
-                                               rows, cols)
+                                               rows, cols, block_rows)
     part = math.ceil(depth / depth_split)
-    rate = p.machine.amp_macs_per_cycle(element_type(p.op.operands[0]))
     compute = math.ceil(products * block_rows * block_cols * part / rate)
-    received = products * (block_rows + block_cols) * part * p.bytes_of(0)
+    lhs, rhs = AMP_SIDES.get(p.op_class, (0, 1))
+    # tiles whose blocks take the same rows (the same columns): the slab's sharers
+    row_sharers, col_sharers = math.ceil(cols / block_cols), math.ceil(rows / block_rows)
+    col_products = products
+    if p.op_class is MatMulOp and batch > 1 and math.prod(p.shapes[rhs][:-2]) == 1:
+        # one right operand for the whole batch (a Linear's weight): a tile needs it
+        # once for its products, and every tile of the op uses it
+        col_products, col_sharers = 1, tiles
+    received = (_received(p, lhs, products * block_rows * part * p.bytes_of(lhs),
+                          row_sharers)
+                + _received(p, rhs, col_products * part * block_cols * p.bytes_of(rhs),
+                            col_sharers))
     reduction = (0, 0)
     if depth_split > 1:  # each of the split's tiles sums 1/d of the others' partials
         partials = products * block_rows * block_cols
@@ -135,24 +195,47 @@ def _half_partials(op: ir.Operation) -> bool:
         ir.TypeAttr(attrs["ipu.partials_type"]).value, ir.F16Type)
 
 
+def amp_plans(p: Plan, dims: Dims) -> list[tuple[OpCost, int]]:
+    """The plans poplin's planner weighs, for each split of K in powers of two (1
+    first: ties keep fewer partials): square blocks, then blocks of 2^j rows (taller or
+    wider blocks trade the exchange of one operand's slabs for the other's)."""
+    batch, rows, cols, depth = dims
+    plans, rate = [], amp_rate(p)
+    for i in range(depth.bit_length()):
+        split = 2 ** i
+        if split > min(depth, p.available):
+            break
+        area = math.ceil(batch * rows * cols / min(p.tiles, p.available // split))
+        plans.append(amp_plan(p, dims, split, rate=rate))
+        if area < rows * cols:  # within 16x of square: more lopsided blocks lose
+            side = math.isqrt(area)
+            plans += [amp_plan(p, dims, split, 2 ** j, rate)
+                      for j in range(rows.bit_length())
+                      if side // 16 <= 2 ** j <= min(rows, area, side * 16)
+                      and math.ceil(area / 2 ** j) <= cols]
+    return plans
+
+
 def amp(p: Plan, dims: Callable[[Plan], Dims]) -> OpCost:
-    """The cheapest split of K in powers of two (1 first: ties keep fewer partials);
-    `dims(p)` gives the op's (B, M, N, K)."""
+    """The cheapest plan of `amp_plans`; `dims(p)` gives the op's (B, M, N, K)."""
     shape = dims(p)
     if 0 in shape:  # no products (K = 0, as in Linear(0, n)): the result is zeros
         return fill(p)
-    depth = shape[3]
-    return p.choose([amp_plan(p, shape, 2 ** i) for i in range(depth.bit_length())
-                     if 2 ** i <= min(depth, p.available)])
+    return p.choose(amp_plans(p, shape))
 
 
 def gather(p: Plan) -> OpCost:
+    """A tile copies its result share, receiving it and the indices; a lookup in a
+    pre-arranged table (GATHERS_FROM_TABLE with a `layout.pre_arranged` operand 0: an
+    embedding's weight) finds its rows on the tile (popops::multiSlice over a
+    createSliceableTensor table split by columns) and receives only the indices."""
     indices = [v for v in p.op.operands[1:] if isinstance(element_type(v), ir.IntegerType)]
     index_bytes = sum(value_bytes(v) for v in indices)
     count = max(1, sum(math.prod(static_shape(v, p.op)) for v in indices))
     compute = math.ceil(p.per_tile * p.bytes / p.machine.memcpyBytesPerCycle)
-    return p.choose([p.serialised(compute, p.per_tile * p.bytes + index_bytes, count,
-                                  p.tiles)])
+    looked_up = p.op_class in GATHERS_FROM_TABLE and p.arranged[0]
+    share = 0 if looked_up else p.per_tile * p.bytes
+    return p.choose([p.serialised(compute, share + index_bytes, count, p.tiles)])
 
 
 def _reduced_dims(op: ir.Operation, rank: int) -> list[int]:

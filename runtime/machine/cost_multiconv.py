@@ -53,9 +53,7 @@ def _plain(p: Plan, tiles: int, proportion: float, back_off: float) -> OpCost:
     dims = family.conv_dims(plan)
     if 0 in dims:
         return family.fill(plan)
-    depth = dims[3]
-    candidates = [family.amp_plan(plan, dims, 2 ** i) for i in range(depth.bit_length())
-                  if 2 ** i <= min(depth, plan.available)]
+    candidates = family.amp_plans(plan, dims)
     best = plan.choose(candidates)
     near = [c for c, temporary in candidates if c.cycles <= best.cycles * (1 + back_off)
             and temporary <= int(proportion * p.machine.memoryBytesPerTile)]

@@ -7,6 +7,7 @@ The formulas are in the `cost_families` module docstring.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from torch_mlir import ir
 
 from poptorch.dialects import op_class
 from poptorch.dialects.elementwise import BINARY_OPS, COMPARE_OPS, UNARY_OPS
+from poptorch.runtime.machine.layout import pre_arranged
 from poptorch.runtime.machine.system import (
     Machine,
     element_bits,
@@ -53,29 +55,34 @@ def _ops(**names: tuple[tuple[int, int], tuple[int, int]]) -> dict[type, tuple]:
 
 
 # PopLibs' inner-loop cycle estimates of popops codelets (graphcore/poplibs,
-# lib/popops/popopsCycleEstimators.hpp, unaryOpPerfInfo / binaryOpPerfInfo): op class ->
-# ((cycles, elements) per loop for float, the same for half), integers as float. Ops
-# without an entry there are charged as their nearest listed relative: exp2 as EXPONENT,
-# log2 / log10 as LOGARITHM, acos / atan as ASIN, hyperbolic functions and their inverses
-# as TANH, erfc and gelu as ERF, gelu_tanh as TANH, fmod as REMAINDER. Unlisted ops take
-# one natural vector a cycle (ADD / SUBTRACT / MULTIPLY: {1, true}).
+# lib/popops/popopsCycleEstimators.hpp, unaryOpPerfInfo / binaryOpPerfInfo, an
+# OpPerformanceInfo {cycles, naturalVectorWidth, unroll} each): op class -> ((cycles,
+# elements) per loop for float, the same for half): `unroll` elements a loop, one
+# natural vector (2 floats, 4 halves) when naturalVectorWidth, else one element.
+# Integers run at the float rate. gelu is popops' GELU_ERF; gelu_tanh, popnn's GELU
+# (the tanh approximation) at its vector loop cycles, getNonLinearityOpCycles(GELU,
+# isFloat, isVector=true) in lib/popnn/PerformanceEstimation.hpp: 10 float, 5 half.
+# Ops without an entry in either are charged as their nearest listed relative: log2 /
+# log10 as LOGARITHM, acos / atan as ASIN, hyperbolic functions and their inverses as
+# TANH, erfc as ERF, fmod as REMAINDER. Unlisted ops take one natural vector a cycle
+# (ADD / SUBTRACT / MULTIPLY: {1, true}).
 _EXP, _LOG, _TANH, _ERF, _ASIN = ((6, 2), (4, 4)), ((12, 2), (4, 4)), ((12, 2), (4, 4)), \
-    ((18, 1), (16, 1)), ((102, 1), (102, 1))
+    ((41, 1), (13, 1)), ((102, 1), (102, 1))
 _REM, _CMP = ((133, 2), (300, 4)), ((14, 4), (9, 4))
 VECTOR_RATES: dict[type, tuple[tuple[int, int], tuple[int, int]]] = _ops(
     exp=_EXP, exp2=_EXP, expm1=((4, 1), (5, 4)),
-    log=_LOG, log2=_LOG, log10=_LOG, log1p=((180, 2), (180, 4)),
+    log=_LOG, log2=_LOG, log10=_LOG, log1p=((18, 2), (18, 4)),
     sqrt=((10, 2), (23, 4)), rsqrt=((8, 2), (19, 4)), reciprocal=((6, 2), (15, 4)),
-    sin=((2300, 1), (26, 1)), cos=((2300, 1), (26, 1)), tan=((5100, 1), (5700, 1)),
+    sin=((2300, 1), (25, 1)), cos=((2300, 1), (25, 1)), tan=((5100, 1), (5700, 1)),
     asin=_ASIN, acos=_ASIN, atan=_ASIN,
     tanh=_TANH, sinh=_TANH, cosh=_TANH, asinh=_TANH, acosh=_TANH,
-    atanh=_TANH, gelu_tanh=_TANH, sigmoid=((12, 2), (6, 4)),
-    erf=_ERF, erfc=_ERF, gelu=_ERF,
+    atanh=_TANH, sigmoid=((12, 2), (6, 4)),
+    erf=_ERF, erfc=_ERF, gelu=((22, 1), (16, 1)), gelu_tanh=((10, 2), (5, 4)),
     relu=((3, 2), (3, 4)), neg=((2, 2), (2, 4)), square=((2, 2), (2, 4)),
     abs=((1, 1), (1, 1)), floor=((2, 2), (2, 4)), ceil=((2, 2), (2, 4)),
-    round=((2, 2), (2, 4)), sign=((5, 2), (5, 4)),
+    round=((2, 2), (2, 4)), trunc=((3, 2), (11, 4)), sign=((5, 2), (5, 4)),
     div=((10, 2), (21, 4)), pow=((312, 1), (325, 1)), remainder=_REM, fmod=_REM,
-    max=((4, 2), (4, 4)), min=((4, 2), (4, 4)),
+    atan2=((272, 2), (578, 4)), max=((3, 2), (4, 4)), min=((3, 2), (4, 4)),
     eq=_CMP, gt=_CMP, ge=_CMP, lt=_CMP, le=_CMP, ne=((20, 4), (11, 4)),
 )
 
@@ -117,7 +124,16 @@ class Plan:
 
     def bytes_of(self, index: int) -> int:
         """Bytes of one element of operand `index`."""
-        return max(1, element_bits(element_type(self.op.operands[index])) // 8)
+        return self.operand_bytes[index]
+
+    @functools.cached_property
+    def operand_bytes(self) -> tuple[int, ...]:
+        return tuple(max(1, element_bits(element_type(v)) // 8) for v in self.op.operands)
+
+    @functools.cached_property
+    def arranged(self) -> tuple[bool, ...]:
+        """Whether each operand is pre-arranged for this op (`layout.pre_arranged`)."""
+        return tuple(pre_arranged(v) for v in self.op.operands)
 
     def step(self, compute: int, received: int = 0, steps: int = 1,
              temporary: int = 0) -> OpCost:

@@ -65,6 +65,14 @@ class Machine:
     fp16AmpMacsPerCycle: int = 64
     fp32AmpMacsPerCycle: int = 16
     fp8AmpMacsPerCycle: int = 0
+    # fp16AmpMacsPerCycle is the rate of fp16 operands with fp16 partials: "1 petaFLOPS
+    # FP16.16" per IPU-M2000 of 4 GC200s (IPU-M2000 datasheet). With fp32 partials
+    # (FP16.32, PopLibs' default partialsType) the AMP runs half its conv units: 8
+    # instead of 16 on Mk2 (graphcore/poplibs: lib/poplin/PerformanceEstimation.hpp
+    # getConvPartialnx1WorkerCycles pairs hh16 with hf8 at the same 4-cycle inner
+    # loop; popsparse's half-half AMP codelets use "2ampsets"), 8 units x 4 halves
+    # (getConvUnitInputLoadElemsPerCycle) = 32 MACs. Mk1 has 8 units either way.
+    fp16InFp32OutAmpMacsPerCycle: int = 32
     # 10 IPU-Links, 320 GB/s per IPU: GC200 / IPU-M2000 datasheet. An inter-IPU copy is
     # charged at this aggregate rate (optimistic: no M2000 link topology).
     ipuLinks: int = 10

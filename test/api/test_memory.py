@@ -197,11 +197,12 @@ def test_training_adds_gradients_and_adams_two_slots(adam):
         "weights": FC1 + F32, "activations": ROW8 + 2 * 8 + ROW8, "stash": 3 * ROW8,
         "optimizer": 2 * FC1, "gradients": FC1, "io": 2 * 4 * F32,
         "code": mem.ipus[0].classes["code"]}
-    # IPU 1: the fused last forward / first backward stage; the loss's three 0-d
-    # constants; the target and the loss seed stream in. Peak: the copied 2x8 input,
+    # IPU 1: the fused last forward / first backward stage; the loss's two 0-d
+    # constants (its square is an ipu.square, with no exponent constant); the target
+    # and the loss seed stream in. Peak: the copied 2x8 input,
     # the 2x2 output, the 0-d loss, the 2x2 output gradient and its 2x8 input gradient.
     assert classes(mem, 1) == {
-        "weights": FC2 + 3 * F32, "activations": ROW8 + 4 * F32 + F32 + 4 * F32 + ROW8,
+        "weights": FC2 + 2 * F32, "activations": ROW8 + 4 * F32 + F32 + 4 * F32 + ROW8,
         "optimizer": 2 * FC2, "gradients": FC2, "io": 2 * 2 * F32 + F32,
         "code": mem.ipus[1].classes["code"]}
     assert mem.ipus[0].largest[0].name == "fc1.weight (optimizer state x2)"

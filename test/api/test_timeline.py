@@ -30,15 +30,19 @@ def parse(text: str) -> ir.Module:
         return ir.Module.parse(text)
 
 
-def matmul_cycles(m: int, k: int, n: int) -> int:
-    """The cost model's cycles of one f32 (m x k) @ (k x n) (pinned in test_cost_model.py)."""
+def matmul_cycles(m: int, k: int, n: int, computed_lhs: bool = False) -> int:
+    """The cost model's cycles of one f32 (m x k) @ (k x n) (pinned in test_cost_model.py)
+    of a weight argument by an argument, or by an op's result (`computed_lhs`: not
+    pre-arranged, its slabs all exchanged)."""
+    a, b, c = (f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>")
     module = parse(f"""
-func.func @f(%a: tensor<{m}x{k}xf32>, %b: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
-  %0 = "ipu.matmul"(%a, %b) : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
-  return %0 : tensor<{m}x{n}xf32>
+func.func @f(%a: {a}, %b: {b}) -> {c} {{
+  %r = "ipu.relu"(%a) : ({a}) -> {a}
+  %0 = "ipu.matmul"({"%r" if computed_lhs else "%a"}, %b) : ({a}, {b}) -> {c}
+  return %0 : {c}
 }}""")
     with module.context:
-        return op_cycles(module.body.operations[0].regions[0].blocks[0].operations[0])
+        return op_cycles(module.body.operations[0].regions[0].blocks[0].operations[1])
 
 
 def link_cycles(nbytes: int) -> int:
@@ -53,7 +57,9 @@ def tasks_attr(tasks: list[tuple[int, int]]) -> str:
 ROWS, WIDTH, DEPTH = 8, 1024, 8
 ACT = f"tensor<{ROWS}x{WIDTH}xf32>"
 WEIGHT = f"tensor<{WIDTH}x{WIDTH}xf32>"
-STAGE_CYCLES = DEPTH * matmul_cycles(ROWS, WIDTH, WIDTH)
+# the first matmul takes the stage's argument, the others the previous one's result
+STAGE_CYCLES = matmul_cycles(ROWS, WIDTH, WIDTH) \
+    + (DEPTH - 1) * matmul_cycles(ROWS, WIDTH, WIDTH, computed_lhs=True)
 COPY_CYCLES = link_cycles(ROWS * WIDTH * 4)
 
 
