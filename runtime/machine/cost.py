@@ -147,9 +147,10 @@ COST_RULES: dict[type, CostRule] = {
     CumsumOp: functools.partial(family.scan, step=ADD),
     CumprodOp: functools.partial(family.scan, step=MUL),
     # data movement: a copy of the result share
-    **dict.fromkeys((PermuteOp, SliceOp, ConcatOp, PadOp, FlipOp, DiagonalOp,
+    **dict.fromkeys((SliceOp, ConcatOp, PadOp, FlipOp, DiagonalOp,
                      UpsampleNearestOp, SliceUpdateOp), _MOVEMENT),
-    BroadcastOp: functools.partial(family.movement, receives="source"),
+    PermuteOp: family.permute,  # a view of a pre-arranged operand, else a copy
+    BroadcastOp: family.broadcast,  # a view of a pre-arranged operand, else a copy
     **dict.fromkeys((IotaOp, RandomUniformOp),
                     functools.partial(family.movement, receives="nothing")),
     # poprand::normal: the tile's generator makes gaussians as it makes uniforms

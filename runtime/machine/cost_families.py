@@ -69,7 +69,7 @@ from poptorch.dialects.convolution_backward import ConvWeightGradOp
 from poptorch.dialects.elementwise import BINARY_OPS
 from poptorch.dialects.indexing import EmbeddingBagOp, GatherOp, IndexOp, IndexSelectOp
 from poptorch.dialects.linear import MatMulOp
-from poptorch.dialects.slicing import DynamicSliceOp
+from poptorch.runtime.machine.layout import shared_matrix
 from poptorch.runtime.machine.plan import OpCost, Plan, vector_cycles, vector_rate
 from poptorch.runtime.machine.system import (
     element_bits,
@@ -82,7 +82,7 @@ from poptorch.runtime.machine.system import (
 ADD, MUL, MAX = BINARY_OPS["add"], BINARY_OPS["mul"], BINARY_OPS["max"]
 
 # Gathers that read rows of their operand 0 (the table) at the indices.
-GATHERS_FROM_TABLE = (GatherOp, IndexSelectOp, IndexOp, EmbeddingBagOp, DynamicSliceOp)
+GATHERS_FROM_TABLE = (GatherOp, IndexSelectOp, IndexOp, EmbeddingBagOp)
 
 Dims = tuple[int, int, int, int]  # (B, M, N, K) of an AMP op
 
@@ -168,7 +168,7 @@ def amp_plan(p: Plan, dims: Dims, depth_split: int, block_rows: int | None = Non
     # tiles whose blocks take the same rows (the same columns): the slab's sharers
     row_sharers, col_sharers = math.ceil(cols / block_cols), math.ceil(rows / block_rows)
     col_products = products
-    if p.op_class is MatMulOp and batch > 1 and math.prod(p.shapes[rhs][:-2]) == 1:
+    if p.op_class is MatMulOp and batch > 1 and shared_matrix(p.op.operands[rhs], p.op):
         # one right operand for the whole batch (a Linear's weight): a tile needs it
         # once for its products, and every tile of the op uses it
         col_products, col_sharers = 1, tiles
@@ -303,6 +303,20 @@ def movement(p: Plan, receives: str = "result") -> OpCost:
     if receives == "source":
         received = min(math.prod(p.shapes[0]), p.per_tile) * p.bytes
     return p.step(math.ceil(share / p.machine.memcpyBytesPerCycle), received)
+
+
+def broadcast(p: Plan) -> OpCost:
+    """A broadcast: a view of a pre-arranged operand (Poplar's broadcast is a stride-0
+    view; its consumer receives what it needs), else a copy of its result share
+    receiving the smaller of its source and that share."""
+    return OpCost() if p.arranged[0] else movement(p, receives="source")
+
+
+def permute(p: Plan) -> OpCost:
+    """A transpose: a view of a pre-arranged operand (Poplar's dimShuffle; PopART lays a
+    weight out for the transpose's consumer, TransposeOpx::unwindTensorLayout, so a
+    Linear's transposed weight moves nothing), else a copy of its result share."""
+    return OpCost() if p.arranged[0] else movement(p)
 
 
 def fill(p: Plan) -> OpCost:

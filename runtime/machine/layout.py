@@ -21,16 +21,19 @@ seen through `PRE_ARRANGED_THROUGH`. A value an op computes is laid out by that 
 
 from __future__ import annotations
 
+import math
+
 from torch_mlir import ir
 
 from poptorch.dialects import op_class
 from poptorch.dialects.creation import ConstantOp
-from poptorch.dialects.data_movement import PermuteOp, ReshapeOp
+from poptorch.dialects.data_movement import BroadcastOp, PermuteOp, ReshapeOp
 from poptorch.dialects.elementwise import CastOp
 
-# Views (a Poplar dimShuffle / reshape moves no data) and casts (elementwise: the result
-# keeps its operand's tile mapping), through which PopART unwinds a consumer's layout.
-PRE_ARRANGED_THROUGH = (PermuteOp, ReshapeOp, CastOp)
+# Views (a Poplar dimShuffle / reshape / stride-0 broadcast moves no data) and casts
+# (elementwise: the result keeps its operand's tile mapping), through which PopART
+# unwinds a consumer's layout.
+PRE_ARRANGED_THROUGH = (PermuteOp, ReshapeOp, BroadcastOp, CastOp)
 
 
 def pre_arranged(value: ir.Value) -> bool:
@@ -46,4 +49,21 @@ def pre_arranged(value: ir.Value) -> bool:
             return True
         if kind not in PRE_ARRANGED_THROUGH:
             return False
+        value = owner.operands[0]
+
+
+def shared_matrix(value: ir.Value, op: ir.Operation) -> bool:
+    """True when every batch entry of the matmul operand `value` is one matrix: no batch
+    dimensions with more than one entry, or a broadcast (seen through views and casts)
+    of such a matrix, as torch's matmul of a batch by a Linear weight makes."""
+    while True:
+        shape = ir.ShapedType(value.type).shape
+        if math.prod(shape[:-2]) == 1:
+            return True
+        owner = value.owner
+        if isinstance(owner, ir.Block) or op_class(owner) not in PRE_ARRANGED_THROUGH:
+            return False
+        if op_class(owner) is not BroadcastOp and \
+                list(ir.ShapedType(owner.operands[0].type).shape[-2:]) != shape[-2:]:
+            return False  # a view that changes the matrix
         value = owner.operands[0]

@@ -76,6 +76,8 @@ func.func @main(%x: tensor<1472x16x64xf32>, %w: tensor<1472x64x16xf32>) {
   %t = "ipu.permute"(%w) {dims = array<i64: 0, 2, 1>}
       : (tensor<1472x64x16xf32>) -> tensor<1472x16x64xf32>
   %c = "ipu.cast"(%t) : (tensor<1472x16x64xf32>) -> tensor<1472x16x64xf16>
+  %u = "ipu.permute"(%rw) {dims = array<i64: 0, 2, 1>}
+      : (tensor<1472x64x16xf32>) -> tensor<1472x16x64xf32>
   return
 }"""
 
@@ -101,6 +103,12 @@ def test_views_and_casts_of_a_weight_stay_pre_arranged():
     relu = named(ops, "ipu.relu")
     assert pre_arranged(permute.result) and pre_arranged(cast.result)
     assert not pre_arranged(relu.result)
+    # The transpose of a weight is a view PopART lays out for its consumer: free. That
+    # of an op's result copies its share (1024 floats a tile: 512 cycles at 8 bytes a
+    # cycle) and receives it (1024 cycles at 4).
+    moved = [op for op in ops if op.operation.name == "ipu.permute"][1]
+    assert op_cost(permute).cycles == 0
+    assert (op_cost(moved).compute, op_cost(moved).exchange) == (4096 // 8, 4096 // 4)
 
 
 def test_a_shared_weight_slab_is_received_but_its_share():
@@ -175,3 +183,22 @@ func.func @f(%x: tensor<{x.numel()}xf32>) {{
 }}""")[0]
     if dtype is torch.float32:  # GELU is not charged as ERF (41 cycles a float)
         assert op_cost(erf).compute == 6 * 41 * 6 > exact
+
+
+def test_a_broadcast_weight_is_a_view_its_matmul_receives_once():
+    broadcast, matmul, relu, copied = ops_of("""
+func.func @f(%x: tensor<1472x16x64xf32>, %w: tensor<64x16xf32>) {
+  %b = "ipu.broadcast"(%w) : (tensor<64x16xf32>) -> tensor<1472x64x16xf32>
+  %0 = "ipu.matmul"(%x, %b) : (tensor<1472x16x64xf32>, tensor<1472x64x16xf32>)
+      -> tensor<1472x16x16xf32>
+  %r = "ipu.relu"(%w) : (tensor<64x16xf32>) -> tensor<64x16xf32>
+  %c = "ipu.broadcast"(%r) : (tensor<64x16xf32>) -> tensor<1472x64x16xf32>
+  return
+}""")[:4]
+    # torch's matmul of a batch by a weight broadcasts the weight: in Poplar a view
+    assert op_cost(broadcast).cycles == 0
+    # one 16 x 16 product a tile; the input slab is the tile's own, the weight (4096
+    # bytes, used by every tile, each holding 1/1472 of it) comes in once for the batch
+    assert op_cost(matmul, SLOW_SYNC).exchange == math.ceil((4096 - 4096 // 1472) / 4)
+    # a computed weight's broadcast is made: a copy of its 1024 floats a tile
+    assert op_cost(copied).compute == 1024 * 4 // M.memcpyBytesPerCycle
