@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from poptorch.errors import Error
 
 CLASSES = ("weights", "activations", "stash", "optimizer", "gradients", "temporary", "code",
-           "io")
+           "io", "recomputation")
 # PopART's TensorLocationSettings defaults (graphcore/popart, sessionoptions.hpp).
 MIN_ELEMENTS_OFF_CHIP = 2
 MIN_ELEMENTS_RTS = 8192
@@ -69,7 +69,10 @@ class Tensor:
 
 @dataclass
 class IpuMemory:
-    """One IPU's estimate; with phased execution, the figures of its fullest `phase`."""
+    """One IPU's estimate: `classes` are the bytes by class at its fullest moment (their
+    sum, `total`, is what the IPU needs); `peaks` each class's own largest figure, which
+    may fall at another moment. With phased execution, the figures of its fullest
+    `phase`."""
 
     available: int
     classes: dict[str, int]
@@ -78,6 +81,7 @@ class IpuMemory:
     per_tile_mean: int
     per_tile_max: int  # the fullest compute tile (tile 0, linear mapping)
     phase: int | None = None
+    peaks: dict[str, int] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -105,7 +109,7 @@ class MemoryEstimate:
             "memory_bytes_per_tile": self.memory_bytes_per_tile,
             "ipus": {str(ipu): {
                 "available": m.available, "total": m.total, "phase": m.phase,
-                "classes": dict(m.classes), "off_chip": m.off_chip,
+                "classes": dict(m.classes), "peaks": dict(m.peaks), "off_chip": m.off_chip,
                 "per_tile": {"mean": m.per_tile_mean, "max": m.per_tile_max},
                 "largest": [{"name": t.name, "class": t.cls, "bytes": t.bytes}
                             for t in m.largest]}

@@ -115,10 +115,15 @@ def test_temporary_and_io_tiles(one_ipu):
     mem = memory(one_ipu, io_tiles=32,
                  temporary=lambda op, ipu: 1000 if op.name == "ipu.matmul" else 0)
     ipu0 = mem.ipus[0]
-    assert ipu0.classes["temporary"] == 1000
+    # the fullest moment is the second matmul's: its scratch with the 2x8 relu output it
+    # reads and its 2x2 result (the first matmul has only its 2x8 result alive), not the
+    # add's peak of activations (2 x 2x8) with no scratch
+    assert classes(mem, 0) == {"weights": 232, "activations": ROW8 + 2 * 2 * F32,
+                               "temporary": 1000, "code": 3504, "io": 2 * 4 * F32}
+    assert ipu0.peaks["activations"] == 2 * ROW8 and ipu0.peaks["temporary"] == 1000
     assert ipu0.available == (1472 - 32) * 624 * 1024
     # the matmul's tensors fit one grain: its scratch is on tile 0 too
-    assert ipu0.per_tile_max == 3896 + 1000
+    assert ipu0.total == ipu0.per_tile_max == 232 + 80 + 1000 + 3504 + 32
 
 
 def test_two_ipus_put_each_block_on_its_ipu():
@@ -190,22 +195,29 @@ FC1, FC2 = (32 + 8) * F32, (16 + 2) * F32
 def test_training_adds_gradients_and_adams_two_slots(adam):
     mem = memory(adam, slots=2)
     # IPU 0: forward stage 0 and backward stage 2. Its 2x8 forward output waits for the
-    # backward stage: 3 micro-batches stashed. Stage 2 holds the received 2x8 gradient,
-    # the relu mask (2x8 bytes) and the 2x8 masked gradient at once; the weight
-    # gradients it returns are the "gradients" class. One 0-d constant (4 bytes).
+    # backward stage: 3 micro-batches stashed. Stage 2's fullest moment is its last op:
+    # the 2x8 masked gradient (read by the bias gradient's sum) and the weight gradients
+    # it returns (8x4 and 1x8, the "gradients" class, alive to the end of the stage) at
+    # once; earlier, the received 2x8 gradient, the 2x8 relu mask (1 byte an element)
+    # and the masked gradient make the activations' own peak. One 0-d constant.
     assert classes(mem, 0) == {
-        "weights": FC1 + F32, "activations": ROW8 + 2 * 8 + ROW8, "stash": 3 * ROW8,
+        "weights": FC1 + F32, "activations": ROW8, "stash": 3 * ROW8,
         "optimizer": 2 * FC1, "gradients": FC1, "io": 2 * 4 * F32,
         "code": mem.ipus[0].classes["code"]}
+    assert mem.ipus[0].peaks["activations"] == ROW8 + 2 * 8 + ROW8
     # IPU 1: the fused last forward / first backward stage; the loss's three 0-d
-    # constants; the target and the loss seed stream in. Peak: the copied 2x8 input,
-    # the 2x2 output, the 0-d loss, the 2x2 output gradient and its 2x8 input gradient.
+    # constants; the target and the loss seed stream in. Fullest at the weight
+    # gradient's matmul: the copied 2x8 input, the 2x2 output, the 0-d loss, the 2x2
+    # output gradient and its 2x8 input gradient, with the 2x8 weight gradient; the 2-
+    # element bias gradient comes after the input is dead.
     assert classes(mem, 1) == {
         "weights": FC2 + 3 * F32, "activations": ROW8 + 4 * F32 + F32 + 4 * F32 + ROW8,
-        "optimizer": 2 * FC2, "gradients": FC2, "io": 2 * 2 * F32 + F32,
+        "optimizer": 2 * FC2, "gradients": 16 * F32, "io": 2 * 2 * F32 + F32,
         "code": mem.ipus[1].classes["code"]}
+    assert mem.ipus[1].peaks["gradients"] == FC2
     assert mem.ipus[0].largest[0].name == "fc1.weight (optimizer state x2)"
-    assert "fc1.weight (gradient)" in [t.name for t in mem.ipus[0].largest]
+    assert ("ipu.matmul %4 in @main_stage2", "gradients") in [
+        (t.name, t.cls) for t in mem.ipus[0].largest]
 
 
 def test_gradient_accumulation_keeps_accumulators(adam):
@@ -237,8 +249,11 @@ def test_activations_off_chip_move_the_stash(adam):
     mem = memory(adam, slots=2, locations=Locations(activations=Location(on_chip=False)))
     assert mem.ipus[0].classes["stash"] == 0
     assert mem.ipus[0].off_chip == 3 * ROW8
-    # the backward stage restores its stashed input: it is live from its start
-    assert mem.ipus[0].classes["activations"] == ROW8 + ROW8 + 2 * 8
+    # the backward stage restores its stashed input: it is live from its start, with the
+    # received gradient, until the relu mask is made (then the mask and the masked
+    # gradient join the received one); the fullest moment is still the stage's end
+    assert mem.ipus[0].peaks["activations"] == ROW8 + ROW8 + 2 * 8
+    assert mem.ipus[0].classes["activations"] == ROW8
 
 
 class Phased(torch.nn.Module):
