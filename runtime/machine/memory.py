@@ -391,10 +391,16 @@ class _Estimator:
             first += math.ceil(best.classes["temporary"] / tiles_of(spread, self.tiles))
         largest = sorted(tensors, key=lambda t: -t[0])[:LARGEST]
         off = {r.name: r.off_chip for r in self.records if r.ipu == ipu and r.off_chip}
+        moment = ""
+        if best.position is not None:
+            op = best.unit.positions[best.position]
+            result = op.results[0] if len(op.results) else None
+            moment = (best.unit.peak.name(result, "")() if result is not None
+                      else f"{op.name} in @{best.unit.peak.function}")
         return IpuMemory(self.available, best.classes,
                          [Tensor(name(), cls, size) for size, cls, name in largest],
                          sum(off.values()), math.ceil(best.total / self.tiles), first,
-                         best.phase, {c: peaks.get(c, 0) for c in CLASSES})
+                         best.phase, {c: peaks.get(c, 0) for c in CLASSES}, moment)
 
     def estimate(self, stash_bytes: Mapping[int, int],
                  temporary: Callable[[ir.Operation, int], int]) -> MemoryEstimate:

@@ -336,7 +336,8 @@ def test_one_gib_of_weights_needs_two_or_four_ipus():
         del ipu
         gc.collect()
 
-    # by hand: 4 weights and biases; two 4x8192 activations live at once; the 4x8192
+    # by hand: 4 weights and biases; two 4x8192 activations live at once (the second
+    # matmul's operand and result, with its temporary memory); the 4x8192
     # input; code: the matmuls spread over all 1472 tiles (their 256 MiB weight), the
     # adds over 4x8192x4 / 128 = 1024 tiles; plus the matmuls' temporary memory (the
     # cost model's plan, pinned in test_cost_model)
@@ -350,7 +351,8 @@ def test_one_gib_of_weights_needs_two_or_four_ipus():
     total = needed + temporary
     assert message == (
         f"out of memory on IPU 0: the model needs {total:,} bytes ({total / 2**20:.1f} MiB) "
-        "but the IPU has 940,572,672 bytes (897.0 MiB) on its compute tiles; by class: "
+        "but the IPU has 940,572,672 bytes (897.0 MiB) on its compute tiles; by class at its "
+        "fullest moment (ipu.matmul %4 in @main): "
         f"weights 1,073,872,896, activations 262,144, temporary {temporary:,}, code "
         "3,434,496, io 131,072; largest tensors: "
         "0.weight (weights, 268,435,456 bytes); 1.weight (weights, 268,435,456 bytes); "
@@ -381,7 +383,8 @@ def test_every_ipu_out_of_memory_is_named():
     assert message.startswith(
         f"out of memory on IPU 0: the model needs {needed:,} bytes ({needed / 2**20:.1f} MiB) "
         "but the IPU has 2,048 bytes (0.0 MiB) on its compute tiles (IPU 1 also out of "
-        "memory); by class: weights 160, activations 128, code ")
+        "memory); by class at its fullest moment (ipu.add %2 in @main_stage0): weights 160, "
+        "activations 128, code ")
 
 
 def test_bad_arguments():
