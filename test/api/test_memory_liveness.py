@@ -150,3 +150,49 @@ def test_out_of_memory_names_the_moment_and_its_breakdown():
     assert sum(int(v.replace(",", "")) for v in classes.values()) == needed
     assert int(classes["weights"].replace(",", "")) >= 3 * 8192 * 8192 * F32
     assert int(classes["gradients"].replace(",", "")) >= 2 * 8192 * 8192 * F32
+
+
+class Recomputed(torch.nn.Module):
+    """Block A (IPU 0): Linear(16, 32), ReLU, Linear(32, 32), ReLU; block B (IPU 1):
+    Linear(32, 8) and the MSE loss. Micro-batches of 2."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 32)
+        self.fc3 = torch.nn.Linear(32, 8)
+
+    def forward(self, x, target):
+        with poptorch.Block("A", ipu_id=0):
+            h = torch.relu(self.fc2(torch.relu(self.fc1(x))))
+        with poptorch.Block("B", ipu_id=1):
+            y = self.fc3(h)
+            loss = torch.nn.functional.mse_loss(y, target)
+        return y, loss
+
+
+def test_recomputed_values_live_only_in_the_backward_stage():
+    """With recomputation, IPU 0's backward stage recomputes block A from its input and
+    weights: nothing is stashed, and the recomputed values are alive only while it runs."""
+    figures = {}
+    for recompute in (False, True):
+        torch.manual_seed(0)
+        model = Recomputed()
+        opts = poptorch.Options()
+        opts.Training.gradientAccumulation(4)
+        opts.setExecutionStrategy(poptorch.PipelinedExecution().useRecomputation(recompute))
+        ipu = poptorch.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.1))
+        ipu.compile(torch.rand(8, 16), torch.rand(8, 8))
+        figures[recompute] = memory(ipu, accumulate=True).ipus[0]
+        ipu.destroy()
+    stashed, recomputed = figures[False], figures[True]
+    assert stashed.classes["stash"] > 0 and stashed.peaks["recomputation"] == 0
+    assert recomputed.peaks["stash"] == 0
+    # recomputing: the first relu's 2x32 output (read again by fc2's weight gradient)
+    # is alive with the second matmul's and its add's: three 2x32 f32 values at most
+    row = 2 * 32 * F32
+    assert recomputed.peaks["recomputation"] == 3 * row
+    # the fullest moment is the end of the backward stage: the recomputed values are dead
+    assert recomputed.classes["recomputation"] == 0
+    assert recomputed.total == stashed.total - stashed.classes["stash"] + (
+        recomputed.classes["code"] - stashed.classes["code"])
