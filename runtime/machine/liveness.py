@@ -1,8 +1,12 @@
-"""The liveness walk of one function: the peak bytes of its intermediate values, the
-values live at the peak and its constants (`liveness`, giving a `Peak`).
+"""The liveness walk of one function: the bytes of its intermediate values live at each
+op, by class (`Peak.curve`), their peak, the values live at a position and its constants
+(`liveness`, giving a `Peak`).
 
 A value lives from its op to its last use; what an op's results are (new activations,
-views of its operands, weights) is its `op_memory.MEMORY_RULES` entry. Values are named
+views of its operands, weights) is its `op_memory.MEMORY_RULES` entry. A value's class
+is "activations", "recomputation" for the results of ops ipu-recompute cloned into a
+backward stage (`ipu.recomputed`: alive only during that backward), or the class the
+caller gives a returned value (a gradient @main returns: "gradients"). Values are named
 as MLIR's printer names them, counted rather than printed (`local_names`).
 """
 
@@ -36,15 +40,40 @@ def _block_ops(block: ir.Block) -> list[ir.Operation]:
 
 
 @dataclass
+class _Buffer:
+    """A value given memory: live from its op's position to its last use's."""
+
+    first: int
+    last: int
+    bytes: int
+    value: ir.Value
+    origin: str  # where a received argument comes from; "" for an op's result
+    cls: str = "activations"
+
+
+@dataclass
 class Peak:
-    """A function's liveness walk: the peak, the values live there, its constants."""
+    """A function's liveness walk: the live bytes by class at each position of
+    `function_ops` (`curve`), the peak of their sum and the values live there, its
+    constants, and every buffer (`buffers`, for `live_at` another position)."""
 
     function: str
     scope: ir.Operation  # the function, for naming its values
     bytes: int = 0
     live: list[tuple[int, ir.Value, str]] = field(default_factory=list)  # bytes, value, from
     constants: list[tuple[int, ir.Value, str]] = field(default_factory=list)
+    curve: dict[str, list[int]] = field(default_factory=dict)  # class -> bytes per position
+    buffers: list[_Buffer] = field(default_factory=list)
     _numbers: dict[ir.Value, str] | None = None
+
+    def at(self, position: int) -> dict[str, int]:
+        """Live bytes by class at `position` (only the classes with some)."""
+        return {cls: sizes[position] for cls, sizes in self.curve.items() if sizes[position]}
+
+    def live_at(self, position: int) -> list[tuple[int, ir.Value, str, str]]:
+        """(bytes, value, from, class) of the buffers live at `position`, largest first."""
+        return sorted(((b.bytes, b.value, b.origin, b.cls) for b in self.buffers
+                       if b.first <= position <= b.last), key=lambda t: -t[0])
 
     def name(self, value: ir.Value, origin: str) -> Callable[[], str]:
         """A value's name, printed on demand (printing is slow)."""
@@ -106,27 +135,34 @@ def local_names(func: ir.Operation) -> dict[ir.Value, str]:
 
 
 def liveness(func: ir.Operation, received: Mapping[int, str] | None = None,
-             excluded: set[int] | frozenset[int] = frozenset()) -> Peak:
-    """Peak live bytes of `func`'s intermediate values (module docstring). Arguments in
-    `received` (index -> where from) are live from the start; other arguments (weights,
-    inputs, stash) are not counted, nor values returned at a position in `excluded`
-    (gradients, buffer updates). Results of ops whose rule makes them weights
-    (`ipu.constant`) come back as constants."""
-    received = received or {}
+             excluded: set[int] | frozenset[int] = frozenset(),
+             returned: Mapping[int, str] | None = None) -> Peak:
+    """Live bytes of `func`'s intermediate values at each op, and their peak (module
+    docstring). Arguments in `received` (index -> where from) are live from the start;
+    other arguments (weights, inputs, stash) are not counted, nor values returned at a
+    position in `excluded` (buffer updates, gradients counted elsewhere); values returned
+    at a position in `returned` take its class ("gradients") and live to the return.
+    Results of ops whose rule makes them weights (`ipu.constant`) come back as
+    constants."""
+    received, returned = received or {}, returned or {}
     name = symbol(func)
-    buffers: list[list] = []  # [first position, last position, bytes, value, from]
+    buffers: list[_Buffer] = []
     alias: dict[ir.Value, set[int]] = {}
     for k, arg in enumerate(func.regions[0].blocks[0].arguments):
         alias[arg] = {len(buffers)} if k in received else set()
         if k in received:
-            buffers.append([0, 0, value_bytes(arg), arg, received[k]])
+            buffers.append(_Buffer(0, 0, value_bytes(arg), arg, received[k]))
     peak, dropped = Peak(name, func.operation), set()
-    for i, op in enumerate(function_ops(func)):
+    ops = function_ops(func)
+    for i, op in enumerate(ops):
         for value in op.operands:
             for b in alias.get(value, ()):
-                buffers[b][1] = i
+                buffers[b].last = i
         if op.name == "func.return":
             dropped = set().union(*(alias.get(op.operands[k], set()) for k in excluded))
+            for k, cls in returned.items():
+                for b in alias.get(op.operands[k], set()):
+                    buffers[b].cls = cls
             continue
         rule = memory_rule(op)
         results = "none" if rule is None else rule.results
@@ -138,19 +174,27 @@ def liveness(func: ir.Operation, received: Mapping[int, str] | None = None,
             sources = set().union(*(alias.get(v, set()) for v in op.operands))
             alias.update((result, sources) for result in op.results)
         elif results == "activations":
+            cls = "recomputation" if "ipu.recomputed" in op.attributes else "activations"
             for result in op.results:
                 alias[result] = {len(buffers)}
-                buffers.append([i, i, value_bytes(result), result, ""])
+                buffers.append(_Buffer(i, i, value_bytes(result), result, "", cls))
         else:  # an exempt op (op_memory.MEMORY_EXEMPT): its results take no buffer
             alias.update((result, set()) for result in op.results)
-    kept = [b for n, b in enumerate(buffers) if n not in dropped]
-    events = sorted([(b[0], b[2]) for b in kept] + [(b[1] + 1, -b[2]) for b in kept],
-                    key=lambda e: (e[0], e[1]))
-    live, at = 0, None
-    for position, change in events:
-        live += change
-        if live > peak.bytes:
-            peak.bytes, at = live, position
-    peak.live = sorted(((b[2], b[3], b[4]) for b in kept if at is not None
-                        and b[0] <= at <= b[1]), key=lambda t: -t[0])
+    peak.buffers = [b for n, b in enumerate(buffers) if n not in dropped]
+    changes: dict[str, list[int]] = {}
+    for b in peak.buffers:
+        delta = changes.setdefault(b.cls, [0] * (len(ops) + 1))
+        delta[b.first] += b.bytes
+        delta[b.last + 1] -= b.bytes
+    for cls, delta in changes.items():
+        running, sizes = 0, []
+        for change in delta[:len(ops)]:
+            running += change
+            sizes.append(running)
+        peak.curve[cls] = sizes
+    totals = [sum(sizes[i] for sizes in peak.curve.values()) for i in range(len(ops))]
+    at = max(range(len(ops)), key=lambda i: (totals[i], -i), default=None)
+    if at is not None and totals[at] > 0:
+        peak.bytes = totals[at]
+        peak.live = [(size, value, origin) for size, value, origin, _ in peak.live_at(at)]
     return peak

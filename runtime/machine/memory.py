@@ -9,25 +9,29 @@ on IPU 0, and counts bytes per IPU by tensor class:
   the IPU; an argument read by stages on several IPUs counts on each (a tied or reused
   weight: each IPU holds a copy, which the IPU updating it sends after the optimizer
   step, `MemoryEstimate.update_ipus`).
-- activations: the peak of a liveness walk over each stage function's ops (@main's for
-  one IPU): a value lives from its op to its last use; values received from another IPU
+- activations: a liveness walk over each stage function's ops (@main's for one IPU):
+  a value lives from its op to its last use; values received from another IPU
   (`ipu.copy`) or from Streaming Memory live from the start of the function. What an
   op's results are is its `op_memory.MEMORY_RULES` entry: views (`ipu.reshape`,
   `permute`, `broadcast`, `slice`, `concat`) allocate nothing and keep their sources
   alive: PopTorch lowers them to Poplar tensor views (`reshape`,
   `dimShuffle`, `broadcast`, `slice`, `poplar::concat`; graphcore/poptorch,
-  poptorch_compiler/lower_to_poplar/ops/Reshapes.cpp and TensorOps.cpp). The IPU's
-  figure is its largest stage function's peak (an IPU runs its stages one at a time).
+  poptorch_compiler/lower_to_poplar/ops/Reshapes.cpp and TensorOps.cpp). An IPU runs
+  its stages one at a time.
+- recomputation: the values ops cloned by ipu-recompute (`ipu.recomputed`) make in a
+  backward stage, alive only there; the stash then holds only the stage's inputs and
+  checkpoints (the timeline's figure).
 - stash: activations kept between a forward stage and its backward stage, as the
   timeline measured them (`Timeline.stash_bytes`).
 - optimizer: `optimizer_slots` state tensors of each trainable weight's bytes, on the
   IPU updating it: the one computing the gradient @main returns for it.
 - gradients: without gradient accumulation, the gradients @main returns (`results`
-  kinds "grad"), on the IPU computing them, and not counted again as activations; with
-  it, one accumulator per trainable weight, always live, on the IPU updating it, while
-  each micro-batch's gradient stays an activation.
-- temporary: the largest `temporary(op, ipu)` of the IPU's ops (the cost model's
-  scratch memory, injected).
+  kinds "grad"), alive from the op computing them to the end of the step (the optimizer
+  runs after the program; a later stage on the same IPU still holds them); with it, one
+  accumulator per trainable weight, always live, on the IPU updating it, while each
+  micro-batch's gradient is an activation.
+- temporary: `temporary(op, ipu)` of the op running (the cost model's scratch memory,
+  injected: the slabs it receives and its partial sums).
 - code: vertex code and state (see `code_bytes`; an assumption, not a measured figure).
 - io: the host inputs (arguments of kind "input" or "tangent") landing on the IPU.
 
@@ -51,9 +55,13 @@ in Streaming Memory and count on chip, with their optimizer state and accumulato
 in the phases that load them. An IPU's figures are those of its fullest phase; code,
 `ipu.constant`s and weights read directly are there in every phase.
 
-Class figures are peaks summed (they may fall at different times): an upper bound of
-the IPU's need, as a compiler's static allocation of always-live tensors plus its
-largest not-always-live set is.
+What an IPU needs is the largest sum, over the moments of its program, of what is alive
+at once: at each op of each function it runs (in each phase), the always-live tensors
+(weights, constants, optimizer state, accumulators, stash, code, io) plus the values the
+walk finds alive there plus that op's temporary (`_Estimator.moments`). `IpuMemory`'s
+classes are the breakdown at that fullest moment (they sum to its total); `peaks` keeps
+each class's own largest figure. Summing those peaks instead, as the estimate once did,
+counts a large scratch and a large set of activations that are never alive together.
 
 Where the parts live: `memory_estimate` (the inputs and results, the out-of-memory
 error), `op_memory` (the per-op rules and the code bytes), `liveness` (one function's
@@ -111,12 +119,31 @@ class _Record:
 
 @dataclass
 class _Unit:
-    """A function run on an IPU: a stage call, or @main without stages."""
+    """A function run on an IPU: a stage call, or @main without stages. `positions` are
+    its ops in walk order (`function_ops`, the positions of `peak.curve`); `ops` those
+    running code or allocating (no `func.return`, no `func.call`); `carried` the bytes
+    of gradients that earlier units on the IPU returned, still alive while it runs."""
 
     ipu: int
     phase: int | None
     ops: list[ir.Operation]
     peak: Peak
+    positions: list[ir.Operation]
+    carried: int = 0
+
+
+@dataclass
+class _Moment:
+    """The fullest moment of an IPU: its phase, bytes by class, the on-chip records, the
+    unit running and its position, and the op whose temporary counts then."""
+
+    total: int
+    phase: int | None
+    classes: dict[str, int]
+    records: list[_Record]
+    unit: _Unit | None
+    position: int | None
+    scratch_op: ir.Operation | None
 
 
 class _Estimator:
@@ -167,9 +194,9 @@ class _Estimator:
                 found[value.result_number] = kind
         return found
 
-    def excluded(self, kinds: Mapping[int, tuple[str, str]]) -> set[int]:
-        drop = {"buffer"} if self.accumulate else {"buffer", "grad"}
-        return {k for k, (kind, _) in kinds.items() if kind in drop}
+    @staticmethod
+    def excluded(kinds: Mapping[int, tuple[str, str]]) -> set[int]:
+        return {k for k, (kind, _) in kinds.items() if kind == "buffer"}
 
     def source(self, value: ir.Value, ipu: int) -> tuple[str, object]:
         """Where a stage call's operand comes from: ("arg", (index, streamed)),
@@ -241,15 +268,14 @@ class _Estimator:
 
     def unit(self, ipu: int, phase: int | None, func: ir.Operation,
              received: dict[int, str], kinds: dict[int, tuple[str, str]]) -> None:
-        ops = [op for op in function_ops(func) if op.name not in ("func.return", "func.call")]
-        self.units.append(_Unit(ipu, phase, ops, liveness(func, received, self.excluded(kinds))))
-        if not self.accumulate:
-            ret = function_ops(func)[-1]
-            for k, (kind, what) in kinds.items():
-                if kind == "grad":
-                    self.records.append(_Record(ipu, phase, "gradients", f"{what} (gradient)",
-                                                value_bytes(ret.operands[k])))
-
+        positions = function_ops(func)
+        ops = [op for op in positions if op.name not in ("func.return", "func.call")]
+        returned = {} if self.accumulate else {
+            k: "gradients" for k, (kind, _) in kinds.items() if kind == "grad"}
+        peak = liveness(func, received, self.excluded(kinds), returned)
+        carried = sum(u.peak.curve.get("gradients", [0])[-1] for u in self.units
+                      if u.ipu == ipu and u.phase == phase and u.positions)
+        self.units.append(_Unit(ipu, phase, ops, peak, positions, carried))
     # ---- weights, optimizer state, accumulators, inputs, stash ----------------------
     def place_arguments(self) -> None:
         loc = self.locations
@@ -309,40 +335,72 @@ class _Estimator:
                                         size if off else 0))
 
     # ---- per IPU ------------------------------------------------------------------------
+    def moments(self, ipu: int, units: list[_Unit], code: int, constants: int,
+                temporary: Callable[[ir.Operation, int], int], peaks: dict[str, int]
+                ) -> _Moment:
+        """The fullest moment of `ipu` over its phases, units and their positions: what
+        is always alive there (its records, code, constants) plus what the unit running
+        has alive (its curve, the gradients earlier units returned) plus the temporary of
+        the op running. `peaks` gathers each class's largest figure on the way."""
+        best = None
+        for phase in sorted({u.phase for u in units}, key=lambda p: -1 if p is None else p):
+            records = [r for r in self.records
+                       if r.ipu == ipu and r.phase in (None, phase) and r.on_chip]
+            static = dict.fromkeys(CLASSES, 0)
+            for r in records:
+                static[r.cls] += r.on_chip
+            static["weights"] += constants
+            static["code"] = code
+            for unit in (u for u in units if u.phase == phase):
+                for position, op in [(None, None)] + list(enumerate(unit.positions)):
+                    classes = dict(static)
+                    classes["gradients"] += unit.carried
+                    scratch = 0
+                    if position is not None:
+                        for cls, size in unit.peak.at(position).items():
+                            classes[cls] += size
+                        if op.name not in ("func.return", "func.call"):
+                            scratch = temporary(op, ipu)
+                    classes["temporary"] = scratch
+                    for cls, size in classes.items():
+                        peaks[cls] = max(peaks.get(cls, 0), size)
+                    total = sum(classes.values())
+                    if best is None or total > best.total:
+                        best = _Moment(total, phase, classes, records, unit, position,
+                                       op if scratch else None)
+        return best
+
     def ipu_memory(self, ipu: int, temporary: Callable[[ir.Operation, int], int]) -> IpuMemory:
         units = [u for u in self.units if u.ipu == ipu]
         code, code_first = code_bytes([op for u in units for op in u.ops], self.tiles)
         constants = [t for u in units for t in u.peak.tensors("weights", "constants")]
-        best = None
-        for phase in sorted({u.phase for u in units}, key=lambda p: -1 if p is None else p):
-            here = [u for u in units if u.phase == phase]
-            records = [r for r in self.records
-                       if r.ipu == ipu and r.phase in (None, phase) and r.on_chip]
-            classes = dict.fromkeys(CLASSES, 0)
-            for r in records:
-                classes[r.cls] += r.on_chip
-            classes["weights"] += sum(size for size, _, _ in constants)
-            act = max(here, key=lambda u: u.peak.bytes)
-            classes["activations"] = act.peak.bytes
-            scratch = max(((temporary(op, ipu), op) for u in here for op in u.ops),
-                          key=lambda t: t[0], default=(0, None))
-            classes["temporary"], classes["code"] = scratch[0], code
-            if best is None or sum(classes.values()) > sum(best[1].values()):
-                best = (phase, classes, records, act, scratch)
-        phase, classes, records, act, (scratch, scratch_op) = best
-        tensors = [(r.on_chip, r.cls, lambda r=r: r.name) for r in records]
-        tensors += constants + act.peak.tensors("activations", "live")
+        peaks: dict[str, int] = {}
+        best = self.moments(ipu, units, code, sum(size for size, _, _ in constants),
+                            temporary, peaks)
+        tensors = [(r.on_chip, r.cls, lambda r=r: r.name) for r in best.records]
+        tensors += constants
+        if best.position is not None:
+            peak = best.unit.peak
+            tensors += [(size, cls, peak.name(value, origin))
+                        for size, value, origin, cls in peak.live_at(best.position)]
         first = code_first + sum(on_tile(size, self.tiles) for size, _, _ in tensors)
+        scratch_op = best.scratch_op
         if scratch_op is not None:
             spread = max((value_bytes(v) for v in [*scratch_op.operands, *scratch_op.results]),
                          default=0)
-            first += math.ceil(scratch / tiles_of(spread, self.tiles))
+            first += math.ceil(best.classes["temporary"] / tiles_of(spread, self.tiles))
         largest = sorted(tensors, key=lambda t: -t[0])[:LARGEST]
         off = {r.name: r.off_chip for r in self.records if r.ipu == ipu and r.off_chip}
-        total = sum(classes.values())
-        return IpuMemory(self.available, classes,
+        moment = ""
+        if best.position is not None:
+            op = best.unit.positions[best.position]
+            result = op.results[0] if len(op.results) else None
+            moment = (best.unit.peak.name(result, "")() if result is not None
+                      else f"{op.name} in @{best.unit.peak.function}")
+        return IpuMemory(self.available, best.classes,
                          [Tensor(name(), cls, size) for size, cls, name in largest],
-                         sum(off.values()), math.ceil(total / self.tiles), first, phase)
+                         sum(off.values()), math.ceil(best.total / self.tiles), first,
+                         best.phase, {c: peaks.get(c, 0) for c in CLASSES}, moment)
 
     def estimate(self, stash_bytes: Mapping[int, int],
                  temporary: Callable[[ir.Operation, int], int]) -> MemoryEstimate:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from poptorch.errors import Error
 
 CLASSES = ("weights", "activations", "stash", "optimizer", "gradients", "temporary", "code",
-           "io")
+           "io", "recomputation")
 # PopART's TensorLocationSettings defaults (graphcore/popart, sessionoptions.hpp).
 MIN_ELEMENTS_OFF_CHIP = 2
 MIN_ELEMENTS_RTS = 8192
@@ -69,7 +69,10 @@ class Tensor:
 
 @dataclass
 class IpuMemory:
-    """One IPU's estimate; with phased execution, the figures of its fullest `phase`."""
+    """One IPU's estimate: `classes` are the bytes by class at its fullest moment (their
+    sum, `total`, is what the IPU needs); `peaks` each class's own largest figure, which
+    may fall at another moment. With phased execution, the figures of its fullest
+    `phase`."""
 
     available: int
     classes: dict[str, int]
@@ -78,6 +81,8 @@ class IpuMemory:
     per_tile_mean: int
     per_tile_max: int  # the fullest compute tile (tile 0, linear mapping)
     phase: int | None = None
+    peaks: dict[str, int] = field(default_factory=dict)
+    moment: str = ""  # the op running at the fullest moment ("ipu.matmul %4 in @main")
 
     @property
     def total(self) -> int:
@@ -105,7 +110,8 @@ class MemoryEstimate:
             "memory_bytes_per_tile": self.memory_bytes_per_tile,
             "ipus": {str(ipu): {
                 "available": m.available, "total": m.total, "phase": m.phase,
-                "classes": dict(m.classes), "off_chip": m.off_chip,
+                "classes": dict(m.classes), "peaks": dict(m.peaks), "moment": m.moment,
+                "off_chip": m.off_chip,
                 "per_tile": {"mean": m.per_tile_mean, "max": m.per_tile_max},
                 "largest": [{"name": t.name, "class": t.cls, "bytes": t.bytes}
                             for t in m.largest]}
@@ -119,6 +125,7 @@ class MemoryEstimate:
             return
         ipu, m = over[0], self.ipus[over[0]]
         classes = ", ".join(f"{c} {b:,}" for c, b in m.classes.items() if b)
+        when = f" at its fullest moment ({m.moment})" if m.moment else ""
         tensors = "; ".join(f"{t.name} ({t.cls}, {t.bytes:,} bytes)" for t in m.largest)
         others = (f" (IPU{'s' if len(over) > 2 else ''} "
                   f"{', '.join(map(str, over[1:]))} also out of memory)" if len(over) > 1
@@ -126,7 +133,7 @@ class MemoryEstimate:
         raise Error(
             f"out of memory on IPU {ipu}: the model needs {m.total:,} bytes ({_mib(m.total)}) "
             f"but the IPU has {m.available:,} bytes ({_mib(m.available)}) on its compute "
-            f"tiles{others}; by class: {classes}; largest tensors: {tensors}. To fit, split "
+            f"tiles{others}; by class{when}: {classes}; largest tensors: {tensors}. To fit, split "
             "the model over more IPUs with poptorch.BeginBlock or a "
             "poptorch.PipelinedExecution, move tensors to Streaming Memory with "
             "Options.TensorLocations (TensorLocationSettings().useOnChipStorage(False)), "

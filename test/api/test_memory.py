@@ -115,10 +115,15 @@ def test_temporary_and_io_tiles(one_ipu):
     mem = memory(one_ipu, io_tiles=32,
                  temporary=lambda op, ipu: 1000 if op.name == "ipu.matmul" else 0)
     ipu0 = mem.ipus[0]
-    assert ipu0.classes["temporary"] == 1000
+    # the fullest moment is the second matmul's: its scratch with the 2x8 relu output it
+    # reads and its 2x2 result (the first matmul has only its 2x8 result alive), not the
+    # add's peak of activations (2 x 2x8) with no scratch
+    assert classes(mem, 0) == {"weights": 232, "activations": ROW8 + 2 * 2 * F32,
+                               "temporary": 1000, "code": 3504, "io": 2 * 4 * F32}
+    assert ipu0.peaks["activations"] == 2 * ROW8 and ipu0.peaks["temporary"] == 1000
     assert ipu0.available == (1472 - 32) * 624 * 1024
     # the matmul's tensors fit one grain: its scratch is on tile 0 too
-    assert ipu0.per_tile_max == 3896 + 1000
+    assert ipu0.total == ipu0.per_tile_max == 232 + 80 + 1000 + 3504 + 32
 
 
 def test_two_ipus_put_each_block_on_its_ipu():
@@ -190,23 +195,29 @@ FC1, FC2 = (32 + 8) * F32, (16 + 2) * F32
 def test_training_adds_gradients_and_adams_two_slots(adam):
     mem = memory(adam, slots=2)
     # IPU 0: forward stage 0 and backward stage 2. Its 2x8 forward output waits for the
-    # backward stage: 3 micro-batches stashed. Stage 2 holds the received 2x8 gradient,
-    # the relu mask (2x8 bytes) and the 2x8 masked gradient at once; the weight
-    # gradients it returns are the "gradients" class. One 0-d constant (4 bytes).
+    # backward stage: 3 micro-batches stashed. Stage 2's fullest moment is its last op:
+    # the 2x8 masked gradient (read by the bias gradient's sum) and the weight gradients
+    # it returns (8x4 and 1x8, the "gradients" class, alive to the end of the stage) at
+    # once; earlier, the received 2x8 gradient, the 2x8 relu mask (1 byte an element)
+    # and the masked gradient make the activations' own peak. One 0-d constant.
     assert classes(mem, 0) == {
-        "weights": FC1 + F32, "activations": ROW8 + 2 * 8 + ROW8, "stash": 3 * ROW8,
+        "weights": FC1 + F32, "activations": ROW8, "stash": 3 * ROW8,
         "optimizer": 2 * FC1, "gradients": FC1, "io": 2 * 4 * F32,
         "code": mem.ipus[0].classes["code"]}
+    assert mem.ipus[0].peaks["activations"] == ROW8 + 2 * 8 + ROW8
     # IPU 1: the fused last forward / first backward stage; the loss's two 0-d
-    # constants (its square is an ipu.square, with no exponent constant); the target
-    # and the loss seed stream in. Peak: the copied 2x8 input,
-    # the 2x2 output, the 0-d loss, the 2x2 output gradient and its 2x8 input gradient.
+    # constants (its square is an ipu.square, with no exponent constant); the target and the loss seed stream in. Fullest at the weight
+    # gradient's matmul: the copied 2x8 input, the 2x2 output, the 0-d loss, the 2x2
+    # output gradient and its 2x8 input gradient, with the 2x8 weight gradient; the 2-
+    # element bias gradient comes after the input is dead.
     assert classes(mem, 1) == {
         "weights": FC2 + 2 * F32, "activations": ROW8 + 4 * F32 + F32 + 4 * F32 + ROW8,
-        "optimizer": 2 * FC2, "gradients": FC2, "io": 2 * 2 * F32 + F32,
+        "optimizer": 2 * FC2, "gradients": 16 * F32, "io": 2 * 2 * F32 + F32,
         "code": mem.ipus[1].classes["code"]}
+    assert mem.ipus[1].peaks["gradients"] == FC2
     assert mem.ipus[0].largest[0].name == "fc1.weight (optimizer state x2)"
-    assert "fc1.weight (gradient)" in [t.name for t in mem.ipus[0].largest]
+    assert ("ipu.matmul %4 in @main_stage2", "gradients") in [
+        (t.name, t.cls) for t in mem.ipus[0].largest]
 
 
 def test_gradient_accumulation_keeps_accumulators(adam):
@@ -238,8 +249,11 @@ def test_activations_off_chip_move_the_stash(adam):
     mem = memory(adam, slots=2, locations=Locations(activations=Location(on_chip=False)))
     assert mem.ipus[0].classes["stash"] == 0
     assert mem.ipus[0].off_chip == 3 * ROW8
-    # the backward stage restores its stashed input: it is live from its start
-    assert mem.ipus[0].classes["activations"] == ROW8 + ROW8 + 2 * 8
+    # the backward stage restores its stashed input: it is live from its start, with the
+    # received gradient, until the relu mask is made (then the mask and the masked
+    # gradient join the received one); the fullest moment is still the stage's end
+    assert mem.ipus[0].peaks["activations"] == ROW8 + ROW8 + 2 * 8
+    assert mem.ipus[0].classes["activations"] == ROW8
 
 
 class Phased(torch.nn.Module):
@@ -322,7 +336,8 @@ def test_one_gib_of_weights_needs_two_or_four_ipus():
         del ipu
         gc.collect()
 
-    # by hand: 4 weights and biases; two 4x8192 activations live at once; the 4x8192
+    # by hand: 4 weights and biases; two 4x8192 activations live at once (the second
+    # matmul's operand and result, with its temporary memory); the 4x8192
     # input; code: the matmuls spread over all 1472 tiles (their 256 MiB weight), the
     # adds over 4x8192x4 / 128 = 1024 tiles; plus the matmuls' temporary memory (the
     # cost model's plan, pinned in test_cost_model)
@@ -336,7 +351,8 @@ def test_one_gib_of_weights_needs_two_or_four_ipus():
     total = needed + temporary
     assert message == (
         f"out of memory on IPU 0: the model needs {total:,} bytes ({total / 2**20:.1f} MiB) "
-        "but the IPU has 940,572,672 bytes (897.0 MiB) on its compute tiles; by class: "
+        "but the IPU has 940,572,672 bytes (897.0 MiB) on its compute tiles; by class at its "
+        "fullest moment (ipu.matmul %4 in @main): "
         f"weights 1,073,872,896, activations 262,144, temporary {temporary:,}, code "
         "3,434,496, io 131,072; largest tensors: "
         "0.weight (weights, 268,435,456 bytes); 1.weight (weights, 268,435,456 bytes); "
@@ -367,7 +383,8 @@ def test_every_ipu_out_of_memory_is_named():
     assert message.startswith(
         f"out of memory on IPU 0: the model needs {needed:,} bytes ({needed / 2**20:.1f} MiB) "
         "but the IPU has 2,048 bytes (0.0 MiB) on its compute tiles (IPU 1 also out of "
-        "memory); by class: weights 160, activations 128, code ")
+        "memory); by class at its fullest moment (ipu.add %2 in @main_stage0): weights 160, "
+        "activations 128, code ")
 
 
 def test_bad_arguments():
