@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "test" / "models"))
 from zoo import WithLoss, import_torchvision  # noqa: E402
 
+__all__ = ["WithLoss", "images", "import_torchvision", "labels", "resnet50"]
+
 IMAGE = (3, 224, 224)
 CLASSES = 1000
 

@@ -6,10 +6,11 @@ memory verdict come from the public API after `compile()` (common.py says why th
 the figure a run would report). The results table and the machine-constant table are
 written into FIDELITY.md between their markers, as `make op-coverage` rewrites README's
 op table; `--quick` compiles the cut-down configurations (QUICK_LAYERS) and only prints,
-as does a run of some configurations (`--configs`) or one where a configuration failed.
+as does a run of some configurations (`--configs`).
 
 A configuration that fails to compile for any reason other than running out of memory
-ends the run with a non-zero exit, as does a machine constant without a source.
+gets a "compile failed" row with the error and makes the run exit non-zero (after the
+other configurations), as does a machine constant without a source.
 
     .venv/bin/python bench/fidelity/run.py [--quick] [--configs a,b] [--no-write]
 """
@@ -74,6 +75,16 @@ def row(config: common.Config, m: common.Measured) -> str:
             f"{_cell(memory_cell(config, m))} | {where_cell(m)} | {_cell(config.reason)} |")
 
 
+def failed_row(config: common.Config, error: Exception) -> str:
+    """A configuration that did not compile: the error's first line, in bold."""
+    p = config.published
+    published = (f"{p.figure:,.0f} {p.unit} ({_cell(p.source)})" if p and p.figure
+                 else "not found")
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return (f"| {_cell(config.name)} | {published} | **compile failed**: "
+            f"{_cell(first[:300])} | n/a | n/a | | {_cell(config.reason)} |")
+
+
 HEADER = ("| configuration | published (source; what it measures) | simulated | "
           "simulated / published | memory: model vs hardware | simulated time, last IPU | "
           "main reason for the difference |\n|---|---|---|---|---|---|---|")
@@ -115,16 +126,17 @@ def main() -> int:
         print(f"== {config.key}{f' (layers={layers})' if layers else ''}", flush=True)
         try:
             measured = common.measure(config, layers)
-        except Exception:  # noqa: BLE001 - any failure but out of memory ends the run
+        except Exception as error:  # noqa: BLE001 - any failure but out of memory fails
             traceback.print_exc()
             failed.append(config.key)
+            rows.append(failed_row(config, error))
             continue
         rows.append(row(config, measured))
         timings.append(f"{config.key} {measured.compile_s:.0f} s")
         print(rows[-1], flush=True)
     text = results_text(rows, timings, time.perf_counter() - start)
     print(text)
-    if not (options.quick or options.no_write or options.configs or failed):
+    if not (options.quick or options.no_write or options.configs):
         write("results", text)
         write("constants", table)
     for problem in problems:

@@ -28,7 +28,8 @@ PUBLISHED = Published(
            "copies of the page reachable here",
     measures="PyTorch, ResNet-50 v1.5, IPU-M2000 (4 replicas, one per IPU), generated "
              "data, per-IPU figure = a quarter of the M2000's")
-REASON = ""
+REASON = ("no published figure reachable; on main at bcb4ea0 memory is refused (the "
+          "largest tensors are float32 copies of whole-batch activations, 256 MB)")
 
 
 class Overlapped(torch.nn.Module):

@@ -29,8 +29,10 @@ PUBLISHED = Published(
            "result_0.txt (MLPerf Training v1.0 closed, IPU-POD16, TF1)",
     measures="training throughput over epochs 1-29 of run 0: 29 x train_samples / "
              "(epoch_stop 29 - epoch_start 1), host data pipeline included")
-REASON = ("hardware figure includes the host's data pipeline and per-epoch host work; "
-          "TF1 run, PopTorch port")
+REASON = ("on main at bcb4ea0, exchange is half the simulated step (every weight slab "
+          "charged as an exchange on every use, issue 25 item 2) and syncs 8% (500 "
+          "cycles each, item 4); memory refused by summed class peaks (activations 897 "
+          "MB, item 3). Port: TF1 run in PopTorch, no distributed batch norm")
 
 
 def build(layers: int | None = None):
