@@ -82,10 +82,16 @@ OTHERS: tuple[tuple[str, str, str, str], ...] = (
     ("op_memory", "CODELET_BYTES", "bytes", "no published figure: an assumption"),
     ("cost_user", "HOST_CALL_LATENCY", "s", "no published figure: an assumption (a host "
      "sync plus a Python call, measured order on the development VM)"),
+    ("plan", "VECTOR_RATES", "(cycles, elements) per inner loop, float and half",
+     "graphcore/poplibs lib/popops/popopsCycleEstimators.hpp (unaryOpPerfInfo, "
+     "binaryOpPerfInfo); ops without an entry there charged as their nearest listed "
+     "relative (plan.py)"),
 )
 
 
 def _value(value: object) -> str:
+    if isinstance(value, dict):
+        return f"{len(value)} op classes"
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"`{value}`"
     if isinstance(value, int):

@@ -46,8 +46,11 @@ def _mib(nbytes: int) -> str:
 def memory_cell(config: common.Config, m: common.Measured) -> str:
     """The model's verdict, the fullest IPU's need, and whether it agrees with hardware."""
     ipu, (need, have) = max(m.memory.items(), key=lambda item: item[1][0] / item[1][1])
-    verdict = (f"refused: IPU {ipu} needs {_mib(need)} of {_mib(have)} MiB" if m.refused
-               else f"fits: fullest IPU {ipu} {_mib(need)} of {_mib(have)} MiB")
+    classes = sorted(m.classes[ipu].items(), key=lambda item: -item[1])[:2]
+    largest = ", ".join(f"{name} {_mib(size)}" for name, size in classes if size)
+    verdict = (f"refused: IPU {ipu} needs {_mib(need)} of {_mib(have)} MiB ({largest})"
+               if m.refused else
+               f"fits: fullest IPU {ipu} {_mib(need)} of {_mib(have)} MiB ({largest})")
     published = config.published
     if published is None:
         return verdict
