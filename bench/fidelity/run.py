@@ -64,14 +64,16 @@ def where_cell(m: common.Measured) -> str:
     return ", ".join(top)
 
 
+def published_cell(p: common.Published | None) -> str:
+    if p is None or p.figure is None:
+        return "not found" + (f" ({_cell(p.source)})" if p else "")
+    return f"{p.figure:,.0f} {p.unit} ({_cell(p.source)}; {_cell(p.measures)})"
+
+
 def row(config: common.Config, m: common.Measured) -> str:
     p = config.published
-    if p is None or p.figure is None:
-        published = "not found" + (f" ({_cell(p.source)})" if p else "")
-        ratio = "n/a"
-    else:
-        published = f"{p.figure:,.0f} {p.unit} ({_cell(p.source)}; {_cell(p.measures)})"
-        ratio = f"{m.samples_per_s / p.figure:.2f}x"
+    published = published_cell(p)
+    ratio = "n/a" if p is None or p.figure is None else f"{m.samples_per_s / p.figure:.2f}x"
     unit = p.unit if p else "samples/s"
     simulated = f"{m.samples_per_s:,.0f} {unit}"
     return (f"| {_cell(config.name)} | {published} | {simulated} | {ratio} | "
@@ -80,9 +82,7 @@ def row(config: common.Config, m: common.Measured) -> str:
 
 def failed_row(config: common.Config, error: Exception) -> str:
     """A configuration that did not compile: the error's first line, in bold."""
-    p = config.published
-    published = (f"{p.figure:,.0f} {p.unit} ({_cell(p.source)})" if p and p.figure
-                 else "not found")
+    published = published_cell(config.published)
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return (f"| {_cell(config.name)} | {published} | **compile failed**: "
             f"{_cell(first[:300])} | n/a | n/a | | {_cell(config.reason)} |")
