@@ -28,9 +28,9 @@ PUBLISHED = Published(
            "bert/result_0.txt (MLPerf Training v1.0 closed, IPU-POD64, PopART)",
     measures="the run's second block: sequences (epoch_num) over block_start to "
              "block_stop")
-REASON = ("on main at bcb4ea0: compute 56% and exchange 37% of the step (fp16 Linear "
-          "charged at the fp32 AMP rate, issue 25 item 1; every weight slab charged as "
-          "an exchange on every use, item 2); memory refused by the stash of all 96 "
+REASON = ("on main at bcb4ea0: the step is too slow: fp16 Linear "
+          "charged at the fp32 AMP rate (issue 25 item 1), every weight slab charged as "
+          "an exchange on every use (item 2); memory refused by the stash of all 96 "
           "micro-batches on IPU 0 (the default schedule fills the pipeline with every "
           "micro-batch; PopART bounds the stash by the pipeline depth). Port: PopART "
           "run in PopTorch, 2 sequences a pack")
