@@ -6,6 +6,9 @@
 #   make bench-async  Sync against Async data loading on a slow dataset (bench/async_data.py)
 #   make op-coverage  set up .venv, run the full op parity sweep (test/ops/coverage.py) and
 #               rewrite README's op coverage table from it
+#   make fidelity  set up .venv, compile published IPU configurations on the machine model
+#               (bench/fidelity/run.py) and rewrite FIDELITY.md's tables; QUICK=1 compiles
+#               cut-down ones and only prints
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
@@ -34,6 +37,10 @@ bench: $(STAMP)
 .PHONY: bench-async
 bench-async: $(STAMP)
 	$(PY) bench/async_data.py
+
+.PHONY: fidelity
+fidelity: $(STAMP)
+	$(PY) bench/fidelity/run.py $(if $(QUICK),--quick)
 
 op-coverage: $(STAMP)
 	$(PY) test/ops/coverage.py --readme

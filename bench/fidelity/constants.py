@@ -1,0 +1,141 @@
+"""The machine model's constants and their public sources, for FIDELITY.md's constant
+table: every field of `runtime.machine.system.Machine` (its value on the three presets)
+and the other figures the cost and memory rules use, each with where it comes from.
+
+Values are read from the code when the table is made; only the sources are written
+here, taken from the comments beside each constant. A `Machine` field without an entry
+in `SOURCES` is listed as unsourced and makes `make fidelity` fail: a new constant
+comes with its source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+from poptorch.runtime.machine.system import GC2, GC200, GC200_FP8, Machine
+
+PRESETS = (("GC200 (default)", GC200), ("GC2 (Mk1)", GC2), ("GC200 FP8 (C600)", GC200_FP8))
+
+DATASHEET = "Graphcore GC200 / IPU-M2000 datasheet"
+POPLIBS_MODEL = "graphcore/poplibs tools' IPU model defaults (DeviceInfo)"
+
+# Machine field -> (unit, source of the GC200 value); the GC2 and C600 values: PRESET_SOURCES
+SOURCES: dict[str, tuple[str, str]] = {
+    "IPUVersion": ("", "Poplar API reference, IPUModel.hpp (poplar::IPUModel::IPUVersion)"),
+    "version": ("", "PopTorch's Options.useOfflineIpuTarget numbering (spec 11.1)"),
+    "tilesPerIPU": ("tiles", DATASHEET),
+    "numWorkerContexts": ("threads/tile", f"{DATASHEET}: 8832 threads / 1472 tiles"),
+    "memoryBytesPerTile": ("bytes", f"{DATASHEET}: 900 MB In-Processor-Memory / 1472 "
+                           "tiles = 624 KiB"),
+    "tileClockFrequency": ("Hz", f"{DATASHEET}: 250 TFLOPS fp16 = 1472 tiles x 64 MACs x "
+                           "2 x 1.33 GHz"),
+    "exchangeBytesPerCycle": ("bytes/tile/cycle", f"{POPLIBS_MODEL}, ipu-exchange-bandwidth "
+                              "default 4; cross-check 8 TB/s IPU-Exchange / (1472 x 1.33 "
+                              "GHz)"),
+    "memcpyBytesPerCycle": ("bytes/cycle", f"{POPLIBS_MODEL}: dataPathWidth / 8"),
+    "dataPathWidth": ("bits", f"{POPLIBS_MODEL}: dataPathWidth = 64"),
+    "globalSyncCycles": ("cycles", f"{POPLIBS_MODEL}: globalSyncCycles = 500"),
+    "fp16AmpMacsPerCycle": ("MACs/tile/cycle", f"{DATASHEET}: 250 TFLOPS / (2 x 1472 x "
+                            "1.33 GHz)"),
+    "fp32AmpMacsPerCycle": ("MACs/tile/cycle", f"{DATASHEET}: 62.5 TFLOPS fp32"),
+    "fp8AmpMacsPerCycle": ("MACs/tile/cycle", "GC200 has no FP8 AMP (0: FP8 at the FP16 "
+                           "rate)"),
+    "ipuLinks": ("links", f"{DATASHEET}: 10 IPU-Links"),
+    "ipuLinkBandwidth": ("bytes/s", f"{DATASHEET}: 320 GB/s IPU-Links per IPU (charged as "
+                         "one aggregate link, no M2000 topology)"),
+    "hostLinkBandwidth": ("bytes/s", f"{DATASHEET}: PCIe Gen4 x16, 64 GB/s both ways, 32 "
+                          "GB/s each way"),
+    "hostLinkLatency": ("s", "no published figure: an assumption of 1 us, the order of "
+                        "one PCIe DMA round trip"),
+    "streamingMemoryBandwidth": ("bytes/s", "no per-IPU figure published: 16 GB/s, a PCIe "
+                                 "Gen4 x8 IPU-to-gateway link of the IPU-M2000 block "
+                                 "diagram (IPU-M2000 BMC user guide); a bound to refine"),
+}
+
+PRESET_SOURCES = {
+    "GC2 (Mk1)": "Jia et al., \"Dissecting the Graphcore IPU Architecture via "
+                 "Microbenchmarking\", arXiv:1912.03413 (1216 tiles x 256 KiB, 124.5 TFLOPS "
+                 "mixed, 31.1 TFLOPS fp32, clock 1.6 GHz derived); 80 IPU-Links, 2.5 Tbps and "
+                 "PCIe Gen4 x16 31.5 GB/s: Graphcore's C2 announcement (Silverton "
+                 "Consulting, 2018)",
+    "GC200 FP8 (C600)": "Graphcore C600 datasheet (docs.graphcore.ai): 1472 cores, 900 MB, "
+                        "560 TFLOPS FP8, 280 TFLOPS FP16 (clock 1.486 GHz derived), 4 "
+                        "IPU-Links 1 Tbps, PCIe Gen4 x16; fp32 AMP: the GC200's ratio kept "
+                        "(no published figure)",
+}
+
+# Other constants of the cost and memory rules: (module under poptorch.runtime.machine,
+# name, unit, source)
+OTHERS: tuple[tuple[str, str, str, str], ...] = (
+    ("system", "IPUS_IN_SYSTEM", "IPUs", "Graphcore IPU-POD64 datasheet: 16 IPU-M2000s x 4 "
+     "GC200"),
+    ("system", "DEFAULT_AVAILABLE_MEMORY", "", "PopTorch user guide 4.6.9: "
+     "setAvailableMemoryProportion default 0.6"),
+    ("memory_estimate", "MIN_ELEMENTS_OFF_CHIP", "elements", "graphcore/popart "
+     "sessionoptions.hpp, TensorLocationSettings default"),
+    ("memory_estimate", "MIN_ELEMENTS_RTS", "elements", "graphcore/popart "
+     "sessionoptions.hpp, TensorLocationSettings default"),
+    ("op_memory", "VERTEX_FIELD_BYTES", "bytes", "no published figure: an assumption (a "
+     "pointer and a count per vertex field, Poplar vertex programming guide)"),
+    ("op_memory", "CONTROL_BYTES_PER_OP", "bytes", "no published figure: an assumption"),
+    ("op_memory", "CODELET_BYTES", "bytes", "no published figure: an assumption"),
+    ("cost_user", "HOST_CALL_LATENCY", "s", "no published figure: an assumption (a host "
+     "sync plus a Python call, measured order on the development VM)"),
+    ("plan", "VECTOR_RATES", "(cycles, elements) per inner loop, float and half",
+     "graphcore/poplibs lib/popops/popopsCycleEstimators.hpp (unaryOpPerfInfo, "
+     "binaryOpPerfInfo); ops without an entry there charged as their nearest listed "
+     "relative (plan.py)"),
+)
+
+
+def _value(value: object) -> str:
+    if isinstance(value, dict):
+        return f"{len(value)} op classes"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"`{value}`"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:g}"
+
+
+def machine_rows() -> tuple[list[str], list[str]]:
+    """The Machine table's markdown lines and the names of fields without a source."""
+    names = [name for name, _ in PRESETS]
+    lines = [f"| constant | unit | {' | '.join(names)} | source (GC200) |",
+             f"|---|---|{'---|' * len(names)}---|"]
+    unsourced = []
+    for field in dataclasses.fields(Machine):
+        unit, source = SOURCES.get(field.name, ("", "**no source recorded**"))
+        if field.name not in SOURCES:
+            unsourced.append(field.name)
+        values = " | ".join(_value(getattr(machine, field.name)) for _, machine in PRESETS)
+        lines.append(f"| `{field.name}` | {unit} | {values} | {source} |")
+    return lines, unsourced
+
+
+def other_rows() -> tuple[list[str], list[str]]:
+    """The other constants' markdown lines and the names no longer found in the code."""
+    lines = ["| constant | value | unit | source |", "|---|---|---|---|"]
+    missing = []
+    for module, name, unit, source in OTHERS:
+        found = importlib.import_module(f"poptorch.runtime.machine.{module}")
+        if not hasattr(found, name):
+            missing.append(f"{module}.{name}")
+            continue
+        lines.append(f"| `{module}.{name}` | {_value(getattr(found, name))} | {unit} | "
+                     f"{source} |")
+    return lines, missing
+
+
+def table() -> tuple[str, list[str]]:
+    """FIDELITY.md's constants section (markdown) and the problems that fail the run."""
+    machine, unsourced = machine_rows()
+    others, missing = other_rows()
+    presets = [f"- {name}: {source}" for name, source in PRESET_SOURCES.items()]
+    problems = [f"Machine.{name} has no source in bench/fidelity/constants.py SOURCES"
+                for name in unsourced]
+    problems += [f"{name} (constants.py OTHERS) is not in the code any more" for name in missing]
+    text = "\n".join([*machine, "", "Sources of the other presets' values:", "", *presets, "",
+                      "Other constants of the cost and memory rules:", "", *others])
+    return text, problems
