@@ -324,9 +324,10 @@ def plan_pipeline(model: torch.nn.Module, *example_args, ipus: int,
     need, split = partition.smallest_need(figures, ipus, memory_of)
     allow = [text for flag, text in ((recompute, "recompute=True"),
                                      (offchip_optimizer, "offchip_optimizer=True")) if not flag]
+    starts = ", ".join(planner.segments.begins(s) or "the start" for s in split.starts)
     raise Error(f"plan_pipeline: no split of the model over {ipus} IPUs fits: the smallest "
-                f"per-IPU need is {need:,} bytes ({need / 2**20:.1f} MiB, stages beginning at "
-                f"{', '.join(n[0] if n else '-' for n in planner.stage_names(split.starts))}) "
+                f"per-IPU need is about {need:,} bytes ({need / 2**20:.1f} MiB, with stages "
+                f"beginning at {starts}) "
                 f"but an IPU has {planner.available:,} bytes "
                 f"({planner.available / 2**20:.1f} MiB); use more IPUs"
                 + "".join(f", {a}" for a in allow) + " or lower precision (model.half())",
