@@ -212,3 +212,21 @@ def test_a_candidate_that_runs_twice_is_refused():
     model.layers[1] = model.layers[0]
     with pytest.raises(poptorch.Error, match=r"candidate 'layers\.0' runs 2 times"):
         poptorch.plan_pipeline(model, *args, ipus=2, options=opts)
+
+
+def test_recomputation_when_asked_and_nothing_fits_without_it():
+    """The model no split fits stashing activations (above) fits with pipeline
+    recomputation; the plan turns it on (and leaves optimizer state on chip, which was
+    allowed but not needed), and is faster than the even split with it."""
+    model, opts, args = heavy_embedding(25000, layers=3, sequence=320)
+    plan = poptorch.plan_pipeline(model, *args, ipus=2, options=opts, recompute=True,
+                                  offchip_optimizer=True,
+                                  optimizer=torch.optim.Adam(model.parameters()))
+    assert plan.recompute and not plan.offchip_optimizer and plan.fits
+    assert plan.options.execution_strategy._recompute
+    assert plan.stages == [["layers.0"], ["layers.1", "layers.2"]]
+    assert plan.even_split.fits and plan.step_cycles < plan.even_split.step_cycles
+    assert plan.code() == (
+        "model.layers[1] = poptorch.BeginBlock(model.layers[1], ipu_id=1)\n"
+        "opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch.AutoStage.SameAsIpu)"
+        ".useRecomputation())")
