@@ -11,6 +11,8 @@ rather than guesses:
    of as many stages, IPUs rounded up to a power of 2, enough micro-batches for it),
    read through `getTimeline()` and `getMemoryEstimate()`.
 3. Choice (`partition`): the dynamic programme over contiguous groups.
+   With more replicas than the IPU-POD64 holds beside that many stages, the measurement
+   runs one replica (the confirmation runs the user's).
 4. Confirmation: the chosen split and the even split compiled with the user's options;
    their simulated step and memory per IPU are the plan's figures, and the prediction's
    error is reported. A chosen split the compile refuses as out of memory is excluded and
@@ -80,6 +82,20 @@ class PipelinePlan(SplitFigures):
     offchip_optimizer: bool = False
     even_split: SplitFigures | None = None
     _option_lines: list[str] = field(default_factory=list)
+
+    def report(self) -> str:
+        """A table of the plan against the even split: stages, step, memory per IPU."""
+        rows = [("plan", self)] + ([("even split", self.even_split)] if self.even_split else [])
+        lines = []
+        for label, split in rows:
+            how = "simulated" if split.confirmed else "predicted, refused as out of memory"
+            lines.append(f"{label}: step {split.step_cycles:,.0f} cycles ({how}), "
+                         f"{'fits' if split.fits else 'does not fit'}")
+            for ipu, (names, size) in enumerate(zip(split.stages, split.memory, strict=True)):
+                first = f"{names[0]}..{names[-1]}" if len(names) > 1 else "".join(names)
+                lines.append(f"  IPU {ipu}: {first or '(before the first candidate)'}, "
+                             f"{size / 2**20:.1f} of {split.available / 2**20:.1f} MiB")
+        return "\n".join(lines)
 
     def code(self) -> str:
         """The annotations and Options lines a user would write for this plan
@@ -168,6 +184,22 @@ class _Planner:
                     if training else ""))
         self.micro = segments.micro_batch(args, rows, what)
         self.segments: segments.Segments | None = None
+
+    def check_micro_batches(self) -> None:
+        """A pipeline of `ipus` stages needs that many micro-batches (twice less one in
+        training), as ipu-schedule checks; said here in the planner's terms."""
+        ipus, training = self.ipus, self.training
+        if ipus > 1 and training and self.micro_batches < 2 * ipus - 1:
+            raise Error(f"plan_pipeline: a training pipeline over {ipus} IPUs needs "
+                        f"gradientAccumulation of at least {2 * ipus - 1} (its stages counting "
+                        f"backward), the options have {self.micro_batches}; set "
+                        f"options.Training.gradientAccumulation({2 * ipus - 1}) or more",
+                        type="planner")
+        if ipus > 1 and not training and self.micro_batches < ipus:
+            raise Error(f"plan_pipeline: an inference pipeline over {ipus} IPUs needs "
+                        f"deviceIterations of at least {ipus}, the options have "
+                        f"{self.micro_batches}; set options.deviceIterations({ipus}) or more",
+                        type="planner")
 
     def variant(self, recompute: bool, offchip: bool, stages: int,
                 micro_batches: int | None = None) -> tuple[Options, list[str]]:
@@ -309,6 +341,7 @@ def plan_pipeline(model: torch.nn.Module, *example_args, ipus: int,
                     f"({', '.join(planner.segments.candidates)}); plan for at most "
                     f"{planner.segments.count} IPUs or give more candidates=",
                     type="planner")
+    planner.check_micro_batches()
     if ipus == 1:
         return _single(planner)
     last = None

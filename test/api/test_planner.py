@@ -5,6 +5,7 @@ off it and fits; `code()` is the user's BeginBlock code; `apply(model)` and comp
 with `plan.options` gives the plan's simulated step; bad arguments are errors."""
 
 import copy
+import re
 
 import pytest
 import torch
@@ -131,6 +132,13 @@ def test_even_split_does_not_fit_and_the_plan_does():
     assert plan.available == 304 * 2**20  # the Mk1's In-Processor-Memory
     assert plan.stages == [["layers.0"], ["layers.1", "layers.2", "layers.3"]]
     assert plan.code() == "model.layers[1] = poptorch.BeginBlock(model.layers[1], ipu_id=1)"
+    assert re.fullmatch(
+        r"plan: step [\d,]+ cycles \(simulated\), fits\n"
+        r"  IPU 0: layers\.0, [\d.]+ of 304\.0 MiB\n"
+        r"  IPU 1: layers\.1\.\.layers\.3, [\d.]+ of 304\.0 MiB\n"
+        r"even split: step [\d,]+ cycles \(predicted, refused as out of memory\), does not fit\n"
+        r"  IPU 0: layers\.0\.\.layers\.1, [\d.]+ of 304\.0 MiB\n"
+        r"  IPU 1: layers\.2\.\.layers\.3, [\d.]+ of 304\.0 MiB", plan.report())
     assert not any(hasattr(m, "_poptorch_block") for m in model.modules())  # left as it was
 
 
@@ -177,7 +185,7 @@ def test_partition_minimises_the_slowest_stage_within_memory():
      "plan_pipeline: candidates: the model has no submodule 'layers.9'; use names from "
      "model.named_modules(), such as 'embed'"),
     ({"ipus": 2, "recompute": 1}, "plan_pipeline: recompute must be True or False, got 1"),
-    ({"ipus": 2, "training": False, "offchip_optimizer": True},
+    ({"ipus": 2, "training": False, "offchip_optimizer": True, "options": None},
      "plan_pipeline: offchip_optimizer is for training, but training=False plans inference; "
      "leave offchip_optimizer out or plan training"),
     ({"ipus": 2, "options": poptorch.Options().setExecutionStrategy(
@@ -185,6 +193,13 @@ def test_partition_minimises_the_slowest_stage_within_memory():
      "plan_pipeline: the options set an execution strategy with its own stages; the planner "
      "chooses the stages of a PipelinedExecution: leave setExecutionStrategy out, or set "
      "PipelinedExecution(poptorch.AutoStage.SameAsIpu) for its schedule or recomputation"),
+    ({"ipus": 4, "options": poptorch.Options().deviceIterations(2)},
+     "plan_pipeline: a training pipeline over 4 IPUs needs gradientAccumulation of at least "
+     "7 (its stages counting backward), the options have 1; set "
+     "options.Training.gradientAccumulation(7) or more"),
+    ({"ipus": 3, "training": False, "options": poptorch.Options()},
+     "plan_pipeline: an inference pipeline over 3 IPUs needs deviceIterations of at least 3, "
+     "the options have 1; set options.deviceIterations(3) or more"),
     ({"ipus": 2, "options": poptorch.Options().deviceIterations(3)},
      "plan_pipeline: example argument 0 has 32 rows, not a multiple of the 3 micro-batches "
      "one call of the model takes with these options (deviceIterations 3 x "
@@ -192,9 +207,9 @@ def test_partition_minimises_the_slowest_stage_within_memory():
      "wrapped model"),
 ])
 def test_argument_errors(kwargs, message):
-    model, _, args = bert_style()
+    model, opts, args = bert_style()
     with pytest.raises(poptorch.Error) as info:
-        poptorch.plan_pipeline(model, *args, **kwargs)
+        poptorch.plan_pipeline(model, *args, **{"options": opts, **kwargs})
     assert info.value.message == message
 
 
