@@ -245,3 +245,11 @@ def test_recomputation_when_asked_and_nothing_fits_without_it():
         "model.layers[1] = poptorch.BeginBlock(model.layers[1], ipu_id=1)\n"
         "opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch.AutoStage.SameAsIpu)"
         ".useRecomputation())")
+
+
+def test_one_ipu_is_the_whole_model_checked_to_fit():
+    model, opts, args = bert_style()
+    plan = poptorch.plan_pipeline(model, *args, ipus=1, options=opts)
+    assert plan.stages == [[f"layers.{i}" for i in range(8)]] and plan.even_split is None
+    assert plan.fits and plan.confirmed and plan.code() == ""
+    assert len(plan.memory) == 1 and plan.memory[0] <= plan.available
