@@ -9,10 +9,10 @@ rather than guesses:
 1. Segments (`segments`): the model between candidate boundaries, ordered by a CPU run.
 2. Measurement (`measure`): one compile with every segment on its own IPU (a pipeline
    of as many stages, IPUs rounded up to a power of 2, enough micro-batches for it),
-   read through `getTimeline()` and `getMemoryEstimate()`.
+   read through `getTimeline()` and `getMemoryEstimate()`. With more replicas than the
+   IPU-POD64 holds beside that many stages, the measurement runs one replica (the
+   confirmation runs the user's).
 3. Choice (`partition`): the dynamic programme over contiguous groups.
-   With more replicas than the IPU-POD64 holds beside that many stages, the measurement
-   runs one replica (the confirmation runs the user's).
 4. Confirmation: the chosen split and the even split compiled with the user's options;
    their simulated step and memory per IPU are the plan's figures, and the prediction's
    error is reported. A chosen split the compile refuses as out of memory is excluded and
