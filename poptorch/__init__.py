@@ -65,6 +65,8 @@ _LAZY = {
     "register_custom_op": "poptorch._ops.custom_op",
     "CustomOpCost": "poptorch._ops.custom_op",
     "CPU": "poptorch._ops.host_call",
+    "plan_pipeline": "poptorch._planner",
+    "PipelinePlan": "poptorch._planner",
 }
 
 
