@@ -206,10 +206,11 @@ def test_training_adds_gradients_and_adams_two_slots(adam):
         "code": mem.ipus[0].classes["code"]}
     assert mem.ipus[0].peaks["activations"] == ROW8 + 2 * 8 + ROW8
     # IPU 1: the fused last forward / first backward stage; the loss's two 0-d
-    # constants (its square is an ipu.square, with no exponent constant); the target and the loss seed stream in. Fullest at the weight
-    # gradient's matmul: the copied 2x8 input, the 2x2 output, the 0-d loss, the 2x2
-    # output gradient and its 2x8 input gradient, with the 2x8 weight gradient; the 2-
-    # element bias gradient comes after the input is dead.
+    # constants (its square is an ipu.square, with no exponent constant); the target
+    # and the loss seed stream in. Fullest at the weight gradient's matmul: the copied
+    # 2x8 input, the 2x2 output, the 0-d loss, the 2x2 output gradient and its 2x8
+    # input gradient, with the 2x8 weight gradient; the 2-element bias gradient comes
+    # after the input is dead.
     assert classes(mem, 1) == {
         "weights": FC2 + 2 * F32, "activations": ROW8 + 4 * F32 + F32 + 4 * F32 + ROW8,
         "optimizer": 2 * FC2, "gradients": 16 * F32, "io": 2 * 2 * F32 + F32,
