@@ -50,12 +50,13 @@ def test_two_linear_layers_with_sgd_by_hand(sgd):
     # peak with only fc2's gradients made: a smaller sum.
     activations = (4 * 8 + 1 + 4 * 32) * F32
     gradients = weights
-    constants = 4 * F32  # 0-d: the relu's 0, the loss's 2 and 32, its gradient's 1/16
+    constants = 3 * F32  # 0-d: the relu's 0, the loss's 32, its gradient's 1/16 (the
+    # square is an ipu.square: no exponent constant)
     io = (4 * 16 + 4 * 8 + 1) * F32  # x, target, the loss seed
     # every op running code, with its operands and results and the tiles its largest
     # tensor spreads over (128-byte grains)
     ops = code(("ipu.matmul", 3, 16), ("ipu.add", 3, 4), ("ipu.relu", 2, 4),
-               ("ipu.matmul", 3, 8), ("ipu.add", 3, 1), ("ipu.sub", 3, 1), ("ipu.pow", 3, 1),
+               ("ipu.matmul", 3, 8), ("ipu.add", 3, 1), ("ipu.sub", 3, 1), ("ipu.square", 2, 1),
                ("ipu.reduce", 2, 1), ("ipu.div", 3, 1), ("ipu.sub", 3, 1), ("ipu.mul", 3, 1),
                ("ipu.mul", 3, 1), ("ipu.matmul", 3, 8), ("ipu.matmul", 3, 8),
                ("ipu.reduce", 2, 1), ("ipu.le", 3, 4), ("ipu.select", 4, 4),
@@ -64,7 +65,7 @@ def test_two_linear_layers_with_sgd_by_hand(sgd):
         "weights": weights + constants, "activations": activations, "gradients": gradients,
         "code": ops, "io": io}
     assert ipu0.total == weights + constants + activations + gradients + ops + io
-    assert ipu0.moment == "ipu.reduce %27 in @main"
+    assert ipu0.moment == "ipu.reduce %26 in @main"
     # each class's own peak: the activations' is at the relu mask (y, the loss, fc2's
     # 4x32 input gradient, the relu output the mask reads, the 4x32 one-byte mask)
     assert ipu0.peaks["activations"] == (4 * 8 + 1 + 4 * 32 + 4 * 32) * F32 + 4 * 32
@@ -79,7 +80,7 @@ def test_the_temporary_counts_with_what_is_alive_while_its_op_runs(sgd):
     mem = memory(sgd, temporary=lambda op, ipu: scratch if op.name == "ipu.matmul" and str(
         op.results[0].type) == "tensor<32x16xf32>" else 0)
     ipu0 = mem.ipus[0]
-    assert ipu0.moment == "ipu.matmul %26 in @main"
+    assert ipu0.moment == "ipu.matmul %25 in @main"
     assert ipu0.classes["temporary"] == scratch
     assert ipu0.classes["gradients"] == (8 * 32 + 8 + 32 * 16) * F32
     assert ipu0.classes["activations"] == (4 * 8 + 1 + 4 * 32) * F32
@@ -126,13 +127,12 @@ def test_a_larger_model_never_needs_less(train):
         assert column == sorted(column) and len(set(column)) == len(column), (w, column)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "the cost model's temporary of a matmul counts the weight's slabs received on every "
-    "tile (564 MiB for 7872, under the 0.6 cap; serialised, 374 MiB for 7936): fixed when "
-    "the cost model no longer counts pre-arranged weights (wip/opcost)"))
 def test_width_7936_needs_more_than_7872():
     """The non-monotone case found: Linear(7872) on a batch of 128 was estimated at 787
-    MiB, Linear(7936) at 609 MiB (inference, one IPU)."""
+    MiB, Linear(7936) at 609 MiB (inference, one IPU), when the cost model counted the
+    weight's slabs received on every tile as the matmul's temporary (564 MiB for 7872
+    under the 0.6 cap; 374 MiB serialised for 7936). A pre-arranged weight is not received
+    (runtime/machine/layout.py)."""
     assert stack(7936, 1, 128, False) > stack(7872, 1, 128, False)
 
 
