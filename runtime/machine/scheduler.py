@@ -32,7 +32,8 @@ class Scheduler:
         self.graph, self.streams, self.steps = graph, streams, steps
         self.io_streaming = io_streaming  # STREAMING kinds that run on the IO tiles
         self.free: dict[int, int] = defaultdict(int)  # IPU -> cycle it is free from
-        self.link: dict[int, int] = defaultdict(int)  # host link -> cycle it is free
+        # (host link, "host_load" | "host_store") -> cycle that direction is free
+        self.link: dict[tuple[int, str], int] = defaultdict(int)
         self.events: dict[int, list[Event]] = defaultdict(list)
         self.finish: dict[tuple[int, int, int], int] = {}  # (step, k, mb) -> end
         self.ready_at: dict[tuple[int, int, int], int | None] = {}  # (node, step, mb)
@@ -103,12 +104,12 @@ class Scheduler:
     def host(self, kind: str, ipu: int, ready: int, nbytes: int, name: str, stream: int,
              step: int, mb: int) -> tuple[int, int]:
         """(start, end) of one host transfer on the host link `ipu` shares with the other
-        IPUs of its IPU-Gateway (`Machine.ipusPerHostLink`), on its compute tiles (which
-        it occupies), or on its IO tiles for an overlapped stream
+        IPUs of its IPU-Gateway (`Machine.ipusPerHostLink`), one at a time each way (the
+        link is full duplex), on its compute tiles (which it occupies), or on its IO tiles for an overlapped stream
         (`HostStreams.overlapped`); a stream overlapping the device iteration loop also
         crosses the step barrier."""
         mode = self.streams.overlapped.get(name)
-        link = ipu // self.graph.machine.ipusPerHostLink
+        link = (ipu // self.graph.machine.ipusPerHostLink, kind)
         start = max(ready, self.link[link], self.floor if mode != LOOPS else 0,
                     0 if mode else self.free[ipu])
         end = self.link[link] = start + self.graph.machine.host_cycles(nbytes)
@@ -196,11 +197,18 @@ class Scheduler:
                                  tiles="io" if io else "compute"))
 
     def run(self, steps: int, epilogue: Epilogue) -> None:
-        """Each step starts when the previous one (and its epilogue) has ended; "sharded"
-        runs one task at a time, "phased" starts a phase when the tasks before it have
-        ended."""
+        """Each step starts when the previous one (and its epilogue) has ended, after an
+        external sync of the program's IPUs when there are several (a "sync" event on
+        each); "sharded" runs one task at a time, "phased" starts a phase when the tasks
+        before it have ended."""
         tasks, schedule = self.graph.tasks, self.graph.schedule
+        ipus = sorted({self.graph.calls[k].ipu for k, _ in tasks})
         for step in range(steps):
+            if len(ipus) > 1:
+                start = self.latest
+                cycles = self.graph.machine.external_sync_cycles(1 + ipus[-1])
+                for ipu in ipus:
+                    self.add(ipu, Event("sync", "step", None, start, start + cycles, step))
             self.floor = self.previous = self.latest
             started: set[int] = set()
             phase = None

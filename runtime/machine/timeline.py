@@ -31,7 +31,7 @@ Host I/O (`streams`): each streamed input of each micro-batch is a "host_load" o
 IPU of the first task reading it, before that task; each streamed output a
 "host_store" on the IPU holding it, once its producing tasks have finished. A transfer
 takes `host_cycles` (latency + bytes / host-link bandwidth), one at a time per host link
-(the IPU-Gateway's, shared by `Machine.ipusPerHostLink` IPUs). A stream runs on the
+(the IPU-Gateway's, shared by `Machine.ipusPerHostLink` IPUs) and direction. A stream runs on the
 compute tiles, so it also occupies the IPU, unless `streams.overlapped` names it
 (set_overlap_for_input/output, which need `io_tiles`): then it runs on the IO tiles and
 overlaps compute (Poplar's overlapped I/O, double buffering): a task's overlapped
@@ -41,7 +41,8 @@ inputs for the next micro-batch are loaded while it computes
 `io_tiles` are taken from every op's compute tiles either way.
 
 Barriers: a step starts when the previous one has ended (the pipeline fills and drains
-every step, as PopART's does around each weight update); the step's `epilogue` work
+every step, as PopART's does around each weight update), after an external sync of the
+program's IPUs (`external_sync_cycles`, a "sync" event on each) when it has several; the step's `epilogue` work
 (gradient all-reduce, or reduce-scatter and all-gather under replicated tensor sharding;
 Streaming Memory loads and stores around the optimizer update; the update) runs after
 its last task, serially per IPU, before the next step; its "copy" work (an updated

@@ -72,6 +72,11 @@ def hop_copies(p: int) -> int:
     return sum(copy_cycles(s, s + 1, p, ROWS * WIDTH * 4) for s in range(p - 1))
 
 
+def step_sync(ipus: int) -> int:
+    """The external sync of `ipus` IPUs starting each step (as `copy_cycles`' sync)."""
+    return SYNC + math.ceil(2 * (1 + ipus // 4) * 15e-9 * M.tileClockFrequency)
+
+
 def stage_fn(name: str, stage: int) -> str:
     body, value = [], "%x"
     for i in range(DEPTH):
@@ -123,13 +128,14 @@ def test_gpipe_inference_idle_fraction(micro_batches):
     p = 4
     timeline = simulate(inference_pipeline(p, gpipe(p, micro_batches), "gpipe", micro_batches))
     # Ramp-up and ramp-down: m + p - 1 stage times, plus one copy per hop on the way.
-    total = (micro_batches + p - 1) * STAGE_CYCLES + hop_copies(p)
+    total = step_sync(p) + (micro_batches + p - 1) * STAGE_CYCLES + hop_copies(p)
     assert timeline.total_cycles == total
     assert timeline.busy_cycles == {ipu: micro_batches * STAGE_CYCLES for ipu in range(p)}
     assert timeline.idle_fraction == pytest.approx(1 - micro_batches * STAGE_CYCLES / total)
     # The schedule's bubble (the span less the copies on its critical path) is GPipe's
     expected = (p - 1) / (micro_batches + p - 1)
-    bubble = 1 - micro_batches * STAGE_CYCLES / (timeline.total_cycles - hop_copies(p))
+    bubble = 1 - micro_batches * STAGE_CYCLES / (
+        timeline.total_cycles - step_sync(p) - hop_copies(p))
     assert abs(bubble - expected) <= 0.03 * expected
     assert timeline.stash_bytes == {0: 0, 1: 0, 2: 0, 3: 0}
 
@@ -147,11 +153,12 @@ def test_copies_add_their_link_time():
     # 8x1024 f32 = 32768 bytes over a rung's 4 links at 16 GB/s x 0.85 and 1.33 GHz:
     # 801.1 -> 802 cycles; the 2-IPU sync 90 + 40; one 15 ns hop, 20.
     assert COPY_CYCLES == 90 + 40 + 802 + 20
-    copy, compute = timeline.events[1]
-    assert (copy.kind, copy.start, copy.end) == ("copy", STAGE_CYCLES,
-                                                 STAGE_CYCLES + COPY_CYCLES)
+    sync, copy, compute = timeline.events[1]
+    assert (sync.kind, sync.start, sync.end) == ("sync", 0, step_sync(2))
+    start = step_sync(2) + STAGE_CYCLES
+    assert (copy.kind, copy.start, copy.end) == ("copy", start, start + COPY_CYCLES)
     assert (compute.kind, compute.name, compute.start) == ("compute", "stage1", copy.end)
-    assert timeline.total_cycles == 2 * STAGE_CYCLES + COPY_CYCLES
+    assert timeline.total_cycles == step_sync(2) + 2 * STAGE_CYCLES + COPY_CYCLES
 
 
 def test_sharded_keeps_one_ipu_busy_at_a_time():
@@ -159,7 +166,7 @@ def test_sharded_keeps_one_ipu_busy_at_a_time():
     computes = sorted((e for events in timeline.events.values() for e in events
                        if e.kind == "compute"), key=lambda e: e.start)
     assert all(a.end <= b.start for a, b in zip(computes, computes[1:], strict=False))
-    assert timeline.total_cycles == 3 * (4 * STAGE_CYCLES + hop_copies(4))
+    assert timeline.total_cycles == step_sync(4) + 3 * (4 * STAGE_CYCLES + hop_copies(4))
     assert timeline.idle_fraction > 0.75
 
 
@@ -374,7 +381,8 @@ def test_without_streams_the_round_trip_is_the_compute_span():
     timeline = simulate(inference_pipeline(2, gpipe(2, 1), "gpipe", 1))
     assert timeline.perf_counters() == {"input": [], "input_complete": [], "output": [],
                                         "output_complete": []}
-    span = timeline.total_cycles / M.tileClockFrequency
+    # the first task starts after the step's sync
+    span = (timeline.total_cycles - step_sync(2)) / M.tileClockFrequency
     assert timeline.latencies() == {"latency": (span,) * 3, "compute": (span,) * 3,
                                     "host_ipu": (0.0,) * 3, "ipu_host": (0.0,) * 3}
 
