@@ -105,9 +105,9 @@ class Scheduler:
              step: int, mb: int) -> tuple[int, int]:
         """(start, end) of one host transfer on the host link `ipu` shares with the other
         IPUs of its IPU-Gateway (`Machine.ipusPerHostLink`), one at a time each way (the
-        link is full duplex), on its compute tiles (which it occupies), or on its IO tiles for an overlapped stream
-        (`HostStreams.overlapped`); a stream overlapping the device iteration loop also
-        crosses the step barrier."""
+        link is full duplex), on its compute tiles (which it occupies), or on its IO
+        tiles for an overlapped stream (`HostStreams.overlapped`); a stream overlapping
+        the device iteration loop also crosses the step barrier."""
         mode = self.streams.overlapped.get(name)
         link = (ipu // self.graph.machine.ipusPerHostLink, kind)
         start = max(ready, self.link[link], self.floor if mode != LOOPS else 0,

@@ -42,16 +42,16 @@ inputs for the next micro-batch are loaded while it computes
 
 Barriers: a step starts when the previous one has ended (the pipeline fills and drains
 every step, as PopART's does around each weight update), after an external sync of the
-program's IPUs (`external_sync_cycles`, a "sync" event on each) when it has several; the step's `epilogue` work
-(gradient all-reduce, or reduce-scatter and all-gather under replicated tensor sharding;
-Streaming Memory loads and stores around the optimizer update; the update) runs after
-its last task, serially per IPU, before the next step; its "copy" work (an updated
-weight sent to another IPU reading it) starts when the work listed before it has ended.
-With "update_load" / "update_store" in `io_streaming`, its "remote_load" and
-"remote_store" run on the IO tiles: loads from the barrier on, overlapping the
-gradients' reduction (the update waits for them), stores after the update. "sharded"
-runs one task at a time; "phased" starts a phase (a change of `ipu.phase` in the order)
-when everything before it has ended.
+program's IPUs (`external_sync_cycles`, a "sync" event on each) when it has several;
+the step's `epilogue` work (gradient all-reduce, or reduce-scatter and all-gather under
+replicated tensor sharding; Streaming Memory loads and stores around the optimizer
+update; the update) runs after its last task, serially per IPU, before the next step;
+its "copy" work (an updated weight sent to another IPU reading it) starts when the work
+listed before it has ended. With "update_load" / "update_store" in `io_streaming`, its
+"remote_load" and "remote_store" run on the IO tiles: loads from the barrier on,
+overlapping the gradients' reduction (the update waits for them), stores after the
+update. "sharded" runs one task at a time; "phased" starts a phase (a change of
+`ipu.phase` in the order) when everything before it has ended.
 
 Iterations (steps x micro-batches) give the spec's perf counters per stream ('input':
 load start, 'input_complete': load end, 'output': the output available on the IPU,
