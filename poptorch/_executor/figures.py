@@ -14,14 +14,26 @@ for them (`executor._figures`: the machine, the last run's timeline, the profile
   factor, gradient accumulation, the stash the timeline found, and each op's temporary
   bytes under its available memory proportion.
 - A training step ends with the gradient all-reduce over replicas (a ring over the
-  IPU-Links, per IPU for the gradients of the weights it updates) and the optimizer's
-  update of each weight on the IPU computing its gradient (ops not tied to one weight,
-  such as a global gradient norm, on IPU 0); a weight read on several IPUs (a tied or
-  reused weight) is updated once and then copied over the IPU-Links to the others.
+  IPU-Links among the IPUs running the same stage in each replica, per IPU for the
+  gradients of the weights it updates) and the optimizer's update of each weight on the
+  IPU computing its gradient (ops not tied to one weight, such as a global gradient
+  norm, on IPU 0); a weight read on several IPUs (a tied or reused weight) is updated
+  once and then copied over the IPU-Links to the others.
+- Replicated tensor sharding (`TensorLocations` of the optimizer state or the weights
+  with `useReplicatedTensorSharding(True)`, replicas > 1, at least the RTS minimum of
+  elements): the weight's gradient is reduce-scattered instead of all-reduced, each
+  replica updates its 1/R shard (1/R of the update's cycles), then the updated shards
+  are all-gathered (PopART's sharded weight update).
+- Off chip (`useOnChipStorage(False)`): the optimizer state of a weight is loaded from
+  Streaming Memory before its update and stored back after it ("remote_load" /
+  "remote_store"), a shard of it under RTS; so is an off-chip weight. With
+  `useIOTilesToLoad` / `useIOTilesToStore` of the optimizer location they run on the IO
+  tiles (the timeline's "update_load" / "update_store").
 """
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -69,6 +81,15 @@ def results_of(captured: Any, training: bool) -> list[tuple[str, Any]]:
             *(("input", index) for index in captured.mutated_inputs)]
 
 
+def locations_of(options: Options) -> Locations:
+    """`runtime.memory.Locations` of `Options.TensorLocations`."""
+    locations = options.TensorLocations
+    return Locations(_location(locations.weight_location),
+                     _location(locations.activation_location),
+                     _location(locations.optimizer_location),
+                     _location(locations.accumulator_location))
+
+
 def _location(settings: Any) -> Location:
     """`runtime.memory.Location` of a `poptorch.TensorLocationSettings` (or None)."""
     if settings is None:
@@ -98,10 +119,7 @@ def memory_of(module: ir.Module, machine: Machine, captured: Any, options: Optio
         replicas=options.replication_factor,
         accumulate=training and options.Training.gradient_accumulation > 1,
         stash_bytes=stash_bytes, io_tiles=io_tiles, temporary=temporary,
-        locations=Locations(_location(locations.weight_location),
-                            _location(locations.activation_location),
-                            _location(locations.optimizer_location),
-                            _location(locations.accumulator_location)))
+        locations=locations_of(options))
 
 
 def optimizer_cycles(function: ir.Operation, names: Sequence[str],
@@ -118,30 +136,68 @@ def optimizer_cycles(function: ir.Operation, names: Sequence[str],
 
 
 def epilogue_of(module: ir.Module, captured: Any, memory: MemoryEstimate, machine: Machine,
-                replicas: int, update: Mapping[str | None, int]
+                replicas: int, update: Mapping[str | None, int],
+                locations: Locations | None = None,
+                optimizer_slots: Mapping[str, int] | None = None
                 ) -> list[tuple[str, str, int, int]]:
-    """The work ending each training step, per IPU: all-reduce, the update, then the
-    copies of the updated weights that other IPUs read too."""
+    """The work ending each training step, per IPU, in order: the gradients' all-reduce
+    (or reduce-scatter under RTS), Streaming Memory loads, the update, stores, the
+    all-gather of sharded weights, then the copies of the updated weights that other IPUs
+    read too (see the module docstring)."""
+    locations = locations or Locations()
     index = {arg.name: i for i, arg in enumerate(captured.arguments)}
     params = symbol_table(module.operation)["main"].regions[0].blocks[0].arguments
-    grad_bytes: Counter[int] = Counter()
+    stride = 1 + max(memory.ipus, default=0)  # IPUs of one replica
+    reduced: Counter[int] = Counter()  # all-reduced bytes per IPU
+    sharded: Counter[int] = Counter()  # reduce-scattered, then all-gathered
     update_cycles: Counter[int] = Counter({0: update.get(None, 0)})
-    copies = []
+    loads, stores, copies = [], [], []
     for name in captured.trainable:
-        size = value_bytes(params[index[name]])
+        value = params[index[name]]
+        size, elements = value_bytes(value), _elements(value)
         holders = memory.argument_ipus.get(index[name], [0])
         updater = memory.update_ipus.get(index[name], holders[0])
-        grad_bytes[updater] += size
-        update_cycles[updater] += update.get(name, 0)
+        shard = (locations.optimizer.sharded(elements, replicas)
+                 or locations.weights.sharded(elements, replicas))
+        (sharded if shard else reduced)[updater] += size
+        share = math.ceil(size / replicas) if shard else size
+        cycles = update.get(name, 0)
+        update_cycles[updater] += math.ceil(cycles / replicas) if shard else cycles
+        remote = []
+        slots = (optimizer_slots or {}).get(name, 0)
+        if slots and locations.optimizer.off_chip(elements):
+            remote.append((f"{name} (optimizer state x{slots})", share * slots))
+        if locations.weights.off_chip(elements):
+            remote.append((name, share))
+        loads += [("remote_load", what, updater, machine.streaming_cycles(nbytes))
+                  for what, nbytes in remote]
+        stores += [("remote_store", what, updater, machine.streaming_cycles(nbytes))
+                   for what, nbytes in remote]
         copies += [("copy", f"{name} (updated on IPU {updater})", ipu,
-                    machine.link_cycles(size)) for ipu in holders if ipu != updater]
+                    machine.copy_cycles(size, updater, ipu, stride))
+                   for ipu in holders if ipu != updater]
     work = []
     if replicas > 1:
-        work += [("all_reduce", "gradients", ipu, machine.collective_cycles(size, replicas))
-                 for ipu, size in sorted(grad_bytes.items())]
+        work += [("all_reduce", "gradients", ipu,
+                  machine.collective_cycles(size, replicas, stride))
+                 for ipu, size in sorted(reduced.items())]
+        work += [("reduce_scatter", "gradients", ipu,
+                  machine.ring_cycles(size, replicas, stride, phases=1))
+                 for ipu, size in sorted(sharded.items())]
+    work += loads
     work += [("optimizer", "optimizer step", ipu, cycles)
              for ipu, cycles in sorted(update_cycles.items()) if cycles]
+    work += stores
+    if replicas > 1:
+        work += [("all_gather", "weights", ipu,
+                  machine.ring_cycles(size, replicas, stride, phases=1))
+                 for ipu, size in sorted(sharded.items())]
     return work + copies
+
+
+def _elements(value: ir.Value) -> int:
+    return math.prod(ir.ShapedType(value.type).shape) if isinstance(
+        value.type, ir.ShapedType) else 1
 
 
 def timeline_of(module: ir.Module, machine: Machine, captured: Any, options: Options,

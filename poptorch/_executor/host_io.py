@@ -132,11 +132,13 @@ def finish(per_step: list[list[np.ndarray]], options: Options, flat: list[Any],
 
 
 # TensorLocations' classes and the Streaming Memory transfers of the timeline each
-# setting moves to the IO tiles (runtime.machine.scheduler.STREAMING); optimizer state
-# and accumulators have none (the timeline streams neither).
+# setting moves to the IO tiles (runtime.machine.scheduler.STREAMING); the optimizer's
+# places the loads and stores around the update; accumulators have none (the timeline
+# streams none).
 _STREAMED = {"weight_location": ("weight_load", None),
              "activation_location": ("activation_load", "activation_store"),
-             "optimizer_location": (None, None), "accumulator_location": (None, None)}
+             "optimizer_location": ("update_load", "update_store"),
+             "accumulator_location": (None, None)}
 
 
 def io_streaming(options: Options) -> frozenset[str]:

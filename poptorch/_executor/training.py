@@ -234,7 +234,9 @@ class TrainingExecutor(PoplarExecutor):
             return figures.epilogue_of(compiled.module, compiled.captured,
                                              compiled.memory, self._figures.machine,
                                              self._options.replication_factor,
-                                             self._programs.update_cycles)
+                                             self._programs.update_cycles,
+                                             figures.locations_of(self._options),
+                                             self._optimizer_slots())
 
     def _check_grouped_clipping(self, spec: OptimizerSpec) -> None:
         """max_grad_norm scales every gradient by one norm over all of them; with

@@ -11,7 +11,7 @@ gathers: lower p, fewer temporary bytes, more exchange steps.
 An op whose results are all empty costs nothing: there is no work (zero-size work, see
 `cost_families`). Ops in `COST_EXEMPT` cost nothing here, each for the reason given there (views,
 constants, markers, and transfers or collectives that the timeline charges with
-`link_cycles`, `host_cycles`, `streaming_cycles`, `collective_cycles`). An ipu op with
+`copy_cycles`, `host_cycles`, `streaming_cycles`, `collective_cycles`). An ipu op with
 neither a rule nor an exemption is an error, not a default cost. Ops of other dialects
 (`func.return`, `func.call`, whose callee the timeline costs op by op, the torch/builtin
 casts) cost nothing here.
@@ -177,7 +177,7 @@ COST_EXEMPT: dict[type, str] = {
     ConstantOp: "data loaded with the program; the memory estimate counts it as a weight",
     NopOp: "the identity: its result is its operand",
     PrintOp: "a debugging copy to the host, not modelled (poptorch.ipu_print_tensor)",
-    CopyOp: "an IPU-Link transfer: the timeline charges it with link_cycles",
+    CopyOp: "an IPU-Link transfer: the timeline charges it with copy_cycles",
     HostLoadOp: "host I/O: the timeline charges each streamed input with host_cycles",
     HostStoreOp: "host I/O: the timeline charges each streamed output with host_cycles",
     RemoteLoadOp: "a Streaming Memory load: the timeline charges it with streaming_cycles",

@@ -53,7 +53,8 @@ from poptorch.errors import Error
 TRACKS = {"compute": "Compute", "phase": "Phases", "copy": "IPU-Links",
           "remote_load": "Streaming Memory", "remote_store": "Streaming Memory",
           "host_load": "Host I/O", "host_store": "Host I/O", "sync": "Step",
-          "all_reduce": "Step", "optimizer": "Step"}
+          "all_reduce": "Step", "optimizer": "Step", "reduce_scatter": "Step",
+          "all_gather": "Step"}
 TRACK_ORDER = ["Compute", "Phases", "IPU-Links", "Streaming Memory", "Host I/O", "Step"]
 BSP_ORDER = ["compute", "sync", "exchange"]  # Poplar's superstep: compute, sync, exchange
 COLOURS = {  # D3's category20 palette, one colour per known kind

@@ -16,7 +16,12 @@ Epilogue = Sequence[tuple[str, str, int, int]]  # (kind, name, ipu, cycles) per 
 LOOPS = "overlap_device_iteration_loop"  # an overlap across steps as well as micro-batches
 # Streaming Memory transfers that TensorLocations' useIOTilesToLoad / useIOTilesToStore
 # can move to the IO tiles: loads of @main's arguments (weights), of activations, stores
-STREAMING = ("weight_load", "activation_load", "activation_store")
+# of activations, and the epilogue's loads and stores around the optimizer update
+# (optimizer state, off-chip weights)
+STREAMING = ("weight_load", "activation_load", "activation_store", "update_load",
+             "update_store")
+# The epilogue's Streaming Memory transfers and the STREAMING kind placing each
+EPILOGUE_STREAMING = {"remote_load": "update_load", "remote_store": "update_store"}
 
 
 class Scheduler:
@@ -27,7 +32,8 @@ class Scheduler:
         self.graph, self.streams, self.steps = graph, streams, steps
         self.io_streaming = io_streaming  # STREAMING kinds that run on the IO tiles
         self.free: dict[int, int] = defaultdict(int)  # IPU -> cycle it is free from
-        self.link: dict[int, int] = defaultdict(int)  # IPU -> cycle its host link is free
+        # (host link, "host_load" | "host_store") -> cycle that direction is free
+        self.link: dict[tuple[int, str], int] = defaultdict(int)
         self.events: dict[int, list[Event]] = defaultdict(list)
         self.finish: dict[tuple[int, int, int], int] = {}  # (step, k, mb) -> end
         self.ready_at: dict[tuple[int, int, int], int | None] = {}  # (node, step, mb)
@@ -96,19 +102,22 @@ class Scheduler:
         return time
 
     def host(self, kind: str, ipu: int, ready: int, nbytes: int, name: str, stream: int,
-             step: int, mb: int) -> int:
-        """One host transfer on `ipu`'s link: on its compute tiles (which it occupies),
-        or on its IO tiles for an overlapped stream (`HostStreams.overlapped`); a stream
-        overlapping the device iteration loop also crosses the step barrier."""
+             step: int, mb: int) -> tuple[int, int]:
+        """(start, end) of one host transfer on the host link `ipu` shares with the other
+        IPUs of its IPU-Gateway (`Machine.ipusPerHostLink`), one at a time each way (the
+        link is full duplex), on its compute tiles (which it occupies), or on its IO
+        tiles for an overlapped stream (`HostStreams.overlapped`); a stream overlapping
+        the device iteration loop also crosses the step barrier."""
         mode = self.streams.overlapped.get(name)
-        start = max(ready, self.link[ipu], self.floor if mode != LOOPS else 0,
+        link = (ipu // self.graph.machine.ipusPerHostLink, kind)
+        start = max(ready, self.link[link], self.floor if mode != LOOPS else 0,
                     0 if mode else self.free[ipu])
-        end = self.link[ipu] = start + self.graph.machine.host_cycles(nbytes)
+        end = self.link[link] = start + self.graph.machine.host_cycles(nbytes)
         if not mode:
             self.free[ipu] = end
         self.add(ipu, Event(kind, name, mb, start, end, step, stream=stream,
                             tiles="io" if mode else "compute"), barrier=mode != LOOPS)
-        return start
+        return start, end
 
     def prefetch(self, step: int, call: TaskNode, mb: int) -> None:
         """The IO tiles load the overlapped inputs of the iteration after `mb` while it
@@ -127,12 +136,12 @@ class Scheduler:
                 overlap = self.streams.overlapped.get(self.streams.inputs[n][1])
                 if overlapped_only and (not overlap or (mode and overlap != mode)):
                     continue
-                start = self.host("host_load", call.ipu, 0, self.graph.arg_bytes[arg],
-                                  self.streams.inputs[n][1], n, step, mb)
-                self.loaded[step, mb, arg] = self.link[call.ipu]
+                start, end = self.host("host_load", call.ipu, 0, self.graph.arg_bytes[arg],
+                                       self.streams.inputs[n][1], n, step, mb)
+                self.loaded[step, mb, arg] = end
                 it = step * self.graph.micro_batches + mb
                 self.counters["input"][n][it] = start
-                self.counters["input_complete"][n][it] = self.link[call.ipu]
+                self.counters["input_complete"][n][it] = end
 
     def store_output(self, n: int, step: int, mb: int, consumer: str) -> None:
         source = self.graph.returns[self.streams.outputs[n][0]]
@@ -140,11 +149,11 @@ class Scheduler:
         ready = self.ready(source, step, mb, consumer)
         ready = self.idle_from(ipu) if ready is None else ready
         result, name = self.streams.outputs[n]
-        self.host("host_store", ipu, ready, self.graph.result_bytes[result], name, n, step,
-                  mb)
+        _, end = self.host("host_store", ipu, ready, self.graph.result_bytes[result], name,
+                           n, step, mb)
         it = step * self.graph.micro_batches + mb
         self.counters["output"][n][it] = ready
-        self.counters["output_complete"][n][it] = self.link[ipu]
+        self.counters["output_complete"][n][it] = end
 
     def task(self, step: int, k: int, mb: int) -> None:
         call = self.graph.calls[k]
@@ -188,11 +197,18 @@ class Scheduler:
                                  tiles="io" if io else "compute"))
 
     def run(self, steps: int, epilogue: Epilogue) -> None:
-        """Each step starts when the previous one (and its epilogue) has ended; "sharded"
-        runs one task at a time, "phased" starts a phase when the tasks before it have
-        ended."""
+        """Each step starts when the previous one (and its epilogue) has ended, after an
+        external sync of the program's IPUs when there are several (a "sync" event on
+        each); "sharded" runs one task at a time, "phased" starts a phase when the tasks
+        before it have ended."""
         tasks, schedule = self.graph.tasks, self.graph.schedule
+        ipus = sorted({self.graph.calls[k].ipu for k, _ in tasks})
         for step in range(steps):
+            if len(ipus) > 1:
+                start = self.latest
+                cycles = self.graph.machine.external_sync_cycles(1 + ipus[-1])
+                for ipu in ipus:
+                    self.add(ipu, Event("sync", "step", None, start, start + cycles, step))
             self.floor = self.previous = self.latest
             started: set[int] = set()
             phase = None
@@ -209,13 +225,32 @@ class Scheduler:
                             if not producers:
                                 self.after(kind, s, step, mb, "main")
                 self.task(step, k, mb)
-            barrier = updated = self.latest
-            for kind, name, ipu, cycles in epilogue:
-                start = max(barrier, self.free[ipu], updated if kind == "copy" else 0)
-                self.free[ipu] = start + cycles
-                if kind != "copy":
-                    updated = max(updated, start + cycles)
-                self.add(ipu, Event(kind, name, None, start, start + cycles, step))
+            self.epilogue(step, epilogue)
+
+    def epilogue(self, step: int, epilogue: Epilogue) -> None:
+        """The work ending a step, in order, serially per IPU; a "copy" also waits for
+        all the work before it. Its Streaming Memory transfers on the IO tiles
+        (`EPILOGUE_STREAMING`) run one at a time per IPU beside the compute tiles: a load
+        from the barrier on (overlapping the gradients' reduction; the update waits for
+        it), a store once the work before it on its IPU has ended."""
+        barrier = updated = self.latest
+        loaded: dict[int, int] = defaultdict(int)  # IPU -> end of its IO-tile loads
+        for kind, name, ipu, cycles in epilogue:
+            if EPILOGUE_STREAMING.get(kind) in self.io_streaming:
+                ready = barrier if kind == "remote_load" else self.free[ipu]
+                start = max(ready, self.streaming[ipu])
+                end = self.streaming[ipu] = start + cycles
+                if kind == "remote_load":
+                    loaded[ipu] = end
+                self.add(ipu, Event(kind, name, None, start, end, step, tiles="io"))
+                continue
+            start = max(barrier, self.free[ipu], loaded[ipu],
+                        updated if kind == "copy" else 0)
+            self.free[ipu] = start + cycles
+            if kind != "copy":
+                updated = max(updated, start + cycles)
+            self.add(ipu, Event(kind, name, None, start, start + cycles, step,
+                                tiles="compute" if kind in EPILOGUE_STREAMING else None))
 
     def spans(self, steps: int) -> list[tuple[int, int]]:
         """Each iteration's (first task start, last task end)."""

@@ -4,7 +4,10 @@ mapping of a tensor.
 `Machine` describes one IPU with the parameter names of Poplar's `poplar::IPUModel`
 (tilesPerIPU, memoryBytesPerTile, tileClockFrequency, exchangeBytesPerCycle,
 memcpyBytesPerCycle, globalSyncCycles, ...) plus the figures Poplar keeps outside that
-struct (AMP rates, IPU-Link, host-link and streaming-memory bandwidth). Presets: `GC200`
+struct (AMP rates, IPU-Links and their ladder, host link, Streaming Memory, GW-Links).
+Transfers: `external_sync_cycles` (a sync across IPUs), `copy_cycles` (an inter-IPU copy
+over the links of its route), `ring_cycles` / `collective_cycles` (reduce-scatter,
+all-gather, all-reduce over replicas), `host_cycles`, `streaming_cycles`. Presets: `GC200`
 (Mk2, "ipu2", the default), `GC2` (Mk1, "ipu1") and `GC200_FP8` (the C600's Mk2 IPU with
 FP8, "ipu21"); `machine_for(version)` picks one. Each figure names its public source.
 
@@ -56,9 +59,12 @@ class Machine:
     # 64-bit load/store data path (poplibs' IPU model option dataPathWidth = 64; its
     # vector width is dataPathWidth / 32 floats, / 16 halves).
     dataPathWidth: int = 64
-    # 500 cycles per global (BSP) sync: the value poplibs' tools give the IPU model
-    # (DeviceInfo.globalSyncCycles = 500, graphcore/poplibs).
-    globalSyncCycles: int = 500
+    # The sync ending each BSP step on one IPU (Poplar's SyncType::INTERNAL; the IPU
+    # model's name for the cycles of a sync): 90 cycles, what PopLibs' planners charge a
+    # sync on one IPU ("We also sync prior to each exchange ... syncCycles = 90",
+    # graphcore/poplibs lib/popnn/CTCLossPlan.cpp). Not poplibs' tools' IPU-model default
+    # of 500, which is no hardware figure. Syncs across IPUs: `external_sync_cycles`.
+    globalSyncCycles: int = 90
     # AMP (accumulating matrix product) MACs per tile per cycle. FP16: 250 TFLOPS /
     # (2 x 1472 tiles x 1.33 GHz) = 64 (GC200 datasheet); FP32: 62.5 TFLOPS gives 16.
     # FP8: 0 means no FP8 AMP (FP8 operands run at the FP16 rate after conversion).
@@ -73,19 +79,45 @@ class Machine:
     # loop; popsparse's half-half AMP codelets use "2ampsets"), 8 units x 4 halves
     # (getConvUnitInputLoadElemsPerCycle) = 32 MACs. Mk1 has 8 units either way.
     fp16InFp32OutAmpMacsPerCycle: int = 32
-    # 10 IPU-Links, 320 GB/s per IPU: GC200 / IPU-M2000 datasheet. An inter-IPU copy is
-    # charged at this aggregate rate (optimistic: no M2000 link topology).
+    # IPU-Links: 10 per GC200, 320 GB/s in all (GC200 / IPU-M2000 datasheet), so 32 GB/s
+    # a link both ways, 16 GB/s a direction (128 Gbit/s, the link speed of poplibs' IPU
+    # model: lib/poplibs_test/Util.cpp addGlobalExchangeConstraints), at the 0.85
+    # efficiency that model gives a link.
     ipuLinks: int = 10
-    ipuLinkBandwidth: float = 320e9
-    # Host link: PCIe Gen4 x16, 64 GB/s both ways (GC200 datasheet), 32 GB/s each way.
-    hostLinkBandwidth: float = 32e9
-    # Fixed cost of one host transfer (stream copy set-up and the PCIe round trip). An
-    # assumption, not a published figure: 1 us, the order of one PCIe DMA round trip.
-    hostLinkLatency: float = 1e-6
+    ipuLinkBandwidth: float = 16e9  # one link, one direction
+    ipuLinkEfficiency: float = 0.85
+    # The IPUs form a ladder (poplibs' IPU model, as above): IPUs 2k and 2k+1 are a rung
+    # joined by 4 links; IPU i and i +- 2 by 2 links (the rails). In an IPU-M2000 the four
+    # IPUs are two rungs; the rails continue to the next IPU-M2000 over IPU-Link cables
+    # (8 IPU-Link ports per IPU-M2000: 2 IPUs x 2 links up and down; IPU-POD DA build and
+    # test guide) and close into a torus in an IPU-POD64 ("2D-torus IPU-Link topology",
+    # IPU-POD64 datasheet).
+    rungLinks: int = 4
+    railLinks: int = 2
+    # Latency of one hop of the ladder, for data and for the sync signal: 15 ns
+    # (syncLatencyPerHop, poplibs lib/poplibs_test/Util.cpp setGlobalSyncLatency).
+    ipuLinkHopLatency: float = 15e-9
+    # IPUs sharing one host link and one IPU-Gateway: the 4 of an IPU-M2000.
+    ipusPerHostLink: int = 4
+    # Host link: the host reaches an IPU-M2000 through its IPU-Gateway over one 100 GbE
+    # RoCEv2 NIC ("1x 100GbE RoCEv2 NIC card for host server connectivity", IPU-POD DA
+    # build and test guide), 12.5 GB/s a direction, shared by its 4 IPUs; the gateway's
+    # PCIe Gen4 link to the IPUs is faster. Latency: the "sub-600ns" of a ConnectX-5
+    # RoCE NIC (ConnectX-5 EN product brief), one at the host and one in the IPU-M2000:
+    # 1.2 us, the PCIe hops not counted.
+    hostLinkBandwidth: float = 12.5e9
+    hostLinkLatency: float = 1.2e-6
     # Streaming Memory (DRAM behind the IPU-Gateway, IPU-M2000 datasheet): Graphcore
     # publishes no per-IPU figure; 16 GB/s is a PCIe Gen4 x8 link, the IPU-to-gateway
-    # link of the IPU-M2000 block diagram (IPU-M2000 BMC user guide). A bound to refine.
+    # link of the IPU-M2000 block diagram (IPU-M2000 BMC user guide). Latency: no
+    # published figure; 0.5 us is assumed for one DMA round trip over that PCIe link.
     streamingMemoryBandwidth: float = 16e9
+    streamingMemoryLatency: float = 0.5e-6
+    # GW-Links: 2 x 100 Gbps per IPU-Gateway (Bow-2000 datasheet, same IPU-Gateway as the
+    # IPU-M2000), 25 GB/s a direction shared by the machine's 4 IPUs; they join IPU-POD64s
+    # (IPU-POD128 datasheet: "optical GW-Link cables cross connected between" the racks).
+    gwLinkBandwidth: float = 25e9
+    ipusPerPod: int = 64
 
     def compute_tiles(self, io_tiles: int = 0) -> int:
         """Tiles left for compute when `io_tiles` are reserved for I/O (numIOTiles)."""
@@ -110,28 +142,86 @@ class Machine:
         """Cycles to move `nbytes` at `bandwidth` bytes per second."""
         return math.ceil(nbytes * self.tileClockFrequency / bandwidth)
 
-    def link_cycles(self, nbytes: int) -> int:
-        """An inter-IPU copy over IPU-Links."""
-        return self.transfer_cycles(nbytes, self.ipuLinkBandwidth)
+    def latency_cycles(self, seconds: float) -> int:
+        return math.ceil(seconds * self.tileClockFrequency)
+
+    def external_sync_cycles(self, ipus: int) -> int:
+        """A sync across `ipus` IPUs (SyncType::EXTERNAL): each IPU's own sync, then the
+        signal's round trip over one hop plus one per four IPUs (poplibs' count of hops
+        for its IPU model, setGlobalSyncLatency), `ipuLinkHopLatency` a hop each way."""
+        hops = 1 + ipus // 4
+        return self.globalSyncCycles + self.latency_cycles(2 * hops * self.ipuLinkHopLatency)
+
+    def link_route(self, src: int, dst: int) -> tuple[int, int]:
+        """(hops, links of its narrowest hop) from IPU `src` to IPU `dst` on the ladder,
+        routed as poplibs' IPU model routes: across the rung first if the other IPU is on
+        the other side, then along the rails one rung a hop; within a rung, its links."""
+        if src == dst:
+            return 0, 0
+        if src // 2 == dst // 2:
+            return 1, self.rungLinks
+        return (src % 2 != dst % 2) + abs(src // 2 - dst // 2), self.railLinks
+
+    def copy_cycles(self, nbytes: int, src: int, dst: int, ipus: int = 2) -> int:
+        """An inter-IPU copy from IPU `src` to `dst` in a program of `ipus` IPUs: the
+        external sync before the exchange, the bytes over the links of the narrowest hop
+        (one direction each, at the links' efficiency) and the latency of every hop."""
+        hops, links = self.link_route(src, dst)
+        if not hops:
+            return 0
+        bandwidth = links * self.ipuLinkBandwidth * self.ipuLinkEfficiency
+        return (self.external_sync_cycles(max(ipus, src + 1, dst + 1))
+                + self.transfer_cycles(nbytes, bandwidth)
+                + self.latency_cycles(hops * self.ipuLinkHopLatency))
 
     def streaming_cycles(self, nbytes: int) -> int:
-        """A load from or store to Streaming Memory."""
-        return self.transfer_cycles(nbytes, self.streamingMemoryBandwidth)
+        """A load from or store to Streaming Memory: its latency plus bytes / bandwidth."""
+        return (self.latency_cycles(self.streamingMemoryLatency)
+                + self.transfer_cycles(nbytes, self.streamingMemoryBandwidth))
 
     def host_cycles(self, nbytes: int) -> int:
         """One transfer over the host link: its fixed latency plus bytes / bandwidth."""
-        latency = math.ceil(self.hostLinkLatency * self.tileClockFrequency)
-        return latency + self.transfer_cycles(nbytes, self.hostLinkBandwidth)
+        return (self.latency_cycles(self.hostLinkLatency)
+                + self.transfer_cycles(nbytes, self.hostLinkBandwidth))
 
-    def collective_cycles(self, nbytes: int, replicas: int) -> int:
-        """A ring all-reduce of `nbytes` per replica over `replicas` IPUs: a reduce-scatter
-        and an all-gather, 2(R-1) steps each moving nbytes / R over IPU-Links and ending in
-        a sync: 2(R-1)/R x nbytes / ipuLinkBandwidth + 2(R-1) x globalSyncCycles."""
+    def ring_cycles(self, nbytes: int, replicas: int, stride: int = 1, phases: int = 2) -> int:
+        """`phases` ring phases over `replicas` IPUs `stride` apart (the IPUs running one
+        stage in each replica of a `stride`-IPU model): a reduce-scatter (1) or an
+        all-gather (1), or both, an all-reduce (2). A phase is R-1 steps, each moving
+        nbytes / R over the ring's slowest link and ending in an external sync.
+
+        The ring uses both directions of every link (half the data each way). The
+        `stride` // 2 rings of one side of the ladder share its rails. Past an IPU-POD64
+        the ring is hierarchical (as GCL's collectives across IPU-POD64s): the phase runs
+        inside each pod over IPU-Links, and its 1/R_pod shards cross the pods over the
+        GW-Links, shared by the 4 IPUs of an IPU-Gateway."""
         if replicas <= 1:
             return 0
-        steps = 2 * (replicas - 1)
-        moved = math.ceil(steps * nbytes / replicas)
-        return self.link_cycles(moved) + steps * self.globalSyncCycles
+        pods = max(1, math.ceil(replicas * stride / self.ipusPerPod))
+        inside = max(1, replicas // pods)
+        cycles = 0
+        if inside > 1:
+            if inside == 2 and stride == 1:
+                links, share = self.rungLinks, 1  # a ring of one rung
+            else:
+                links, share = self.railLinks, max(1, stride // 2)
+            bandwidth = 2 * links * self.ipuLinkBandwidth * self.ipuLinkEfficiency / share
+            hops = max(1, self.link_route(0, stride)[0])
+            step = (self.transfer_cycles(math.ceil(nbytes / inside), bandwidth)
+                    + self.latency_cycles(hops * self.ipuLinkHopLatency)
+                    + self.external_sync_cycles(min(replicas * stride, self.ipusPerPod)))
+            cycles += phases * (inside - 1) * step
+        if pods > 1:
+            shard = math.ceil(nbytes / inside)
+            bandwidth = self.gwLinkBandwidth / self.ipusPerHostLink
+            step = (self.transfer_cycles(math.ceil(shard / pods), bandwidth)
+                    + self.external_sync_cycles(replicas * stride))
+            cycles += phases * (pods - 1) * step
+        return cycles
+
+    def collective_cycles(self, nbytes: int, replicas: int, stride: int = 1) -> int:
+        """A ring all-reduce of `nbytes` per replica (`ring_cycles`, both phases)."""
+        return self.ring_cycles(nbytes, replicas, stride, phases=2)
 
 
 GC200 = Machine()
@@ -143,21 +233,26 @@ GC200 = Machine()
 # 2.5 Tbps chip to chip = 312.5 GB/s, PCIe Gen4 x16 host link at 31.5 GB/s (Graphcore's
 # C2 announcement, as reported by Silverton Consulting, 2018). Mk1 has no IPU-Gateway:
 # remote buffers live in host memory, behind the host link. 8 TB/s IPU-Exchange /
-# (1216 x 1.6 GHz) = 4.1 bytes per tile per cycle, as on Mk2.
+# (1216 x 1.6 GHz) = 4.1 bytes per tile per cycle, as on Mk2. An IPU-Link: 128 Gibit/s a
+# direction, the link poplibs' IPU model (which models the C2's ladder) uses. Two IPUs a
+# card share its PCIe link; its 1 us latency is an assumption (one PCIe DMA round trip).
 GC2 = replace(
     GC200, IPUVersion="ipu1", version=1, tilesPerIPU=1216, memoryBytesPerTile=256 * 1024,
     tileClockFrequency=1.6e9, fp16AmpMacsPerCycle=32, fp32AmpMacsPerCycle=8, ipuLinks=80,
-    ipuLinkBandwidth=312.5e9, hostLinkBandwidth=31.5e9, streamingMemoryBandwidth=31.5e9)
+    ipuLinkBandwidth=128 * 2**30 / 8, hostLinkBandwidth=31.5e9, hostLinkLatency=1e-6,
+    ipusPerHostLink=2, streamingMemoryBandwidth=31.5e9)
 
 # The Mk2 IPU with FP8 of the C600 PCIe card, "ipu21": 1472 cores, 900 MB, 560 TFLOPS
 # FP8 and 280 TFLOPS FP16, 4 IPU-Links with 1 Tbps (125 GB/s) in total, PCIe Gen4 x16
 # (Graphcore C600 datasheet, docs.graphcore.ai). Clock: 280 TFLOPS / (2 x 1472 x 64
 # MACs) = 1.486 GHz; FP8: 560 TFLOPS gives 128 MACs. FP32: no published figure; the
 # GC200's AMP ratio (a quarter of FP16) is kept. No IPU-Gateway: remote buffers live in
-# host memory, behind the host link.
+# host memory, behind the host link (one card, one IPU: 32 GB/s, PCIe Gen4 x16 one way;
+# 1 us latency assumed, as for the GC2). A link: 125 GB/s / 4 links / 2 directions.
 GC200_FP8 = replace(
     GC200, IPUVersion="ipu21", version=21, tileClockFrequency=1.486e9,
-    fp8AmpMacsPerCycle=128, ipuLinks=4, ipuLinkBandwidth=125e9, streamingMemoryBandwidth=32e9)
+    fp8AmpMacsPerCycle=128, ipuLinks=4, ipuLinkBandwidth=125e9 / 4 / 2, hostLinkBandwidth=32e9,
+    hostLinkLatency=1e-6, ipusPerHostLink=1, streamingMemoryBandwidth=32e9)
 
 MACHINES = {1: GC2, 2: GC200, 21: GC200_FP8}
 

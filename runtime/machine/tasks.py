@@ -22,18 +22,29 @@ from poptorch.runtime.machine.system import Machine, value_bytes
 
 class Transfer(NamedTuple):
     """How the timeline charges a transfer op of @main: its node kind, the attribute
-    naming the IPU it occupies, and the machine's cycles for its bytes."""
+    naming the IPU it occupies, and the machine's cycles for (its bytes, the op, the
+    program's IPUs)."""
 
     kind: str
     ipu: str
-    cycles: Callable[[Machine, int], int]
+    cycles: Callable[[Machine, int, ir.Operation, int], int]
+
+
+def _copy_cycles(machine: Machine, nbytes: int, op: ir.Operation, ipus: int) -> int:
+    """An `ipu.copy` over the IPU-Links between its src_ipu and dst_ipu."""
+    return machine.copy_cycles(nbytes, int_attribute(op, "src_ipu"),
+                               int_attribute(op, "dst_ipu"), ipus)
+
+
+def _streaming_cycles(machine: Machine, nbytes: int, op: ir.Operation, ipus: int) -> int:
+    return machine.streaming_cycles(nbytes)
 
 
 # The transfer ops of @main (the cost model exempts them: cost.COST_EXEMPT).
 TRANSFERS: dict[type, Transfer] = {
-    CopyOp: Transfer("copy", "dst_ipu", Machine.link_cycles),
-    RemoteLoadOp: Transfer("remote_load", "ipu", Machine.streaming_cycles),
-    RemoteStoreOp: Transfer("remote_store", "ipu", Machine.streaming_cycles),
+    CopyOp: Transfer("copy", "dst_ipu", _copy_cycles),
+    RemoteLoadOp: Transfer("remote_load", "ipu", _streaming_cycles),
+    RemoteStoreOp: Transfer("remote_store", "ipu", _streaming_cycles),
 }
 
 Source = tuple[int, int]  # (node, result number) of an operand; (-1, n): @main argument n
@@ -142,6 +153,9 @@ class TaskGraph:
                 return index[v.owner.operation], ir.OpResult(v).result_number
             return ARG, ir.BlockArgument(v).arg_number
 
+        ipus = 1 + max((placement(op.operation)[1] for op in self.block.operations
+                        if op.operation.name == "func.call"
+                        and "ipu.stage" in op.attributes), default=0)
         for op in self.block.operations:
             name = op.operation.name
             inputs = [source(v) for v in op.operands]
@@ -160,7 +174,8 @@ class TaskGraph:
             elif (transfer := TRANSFERS.get(op_class(op.operation))) is not None:
                 node = TaskNode(transfer.kind, inputs,
                                 int_attribute(op.operation, transfer.ipu),
-                                transfer.cycles(self.machine, value_bytes(op.operands[0])))
+                                transfer.cycles(self.machine, value_bytes(op.operands[0]),
+                                                op.operation, ipus))
                 if node.kind == "remote_store":
                     self.stores.append(node)
             else:

@@ -14,7 +14,8 @@ sequence.
 
 Simulation, per step (`steps` device iterations back to back), task by task in order:
 a task starts when its IPU is free and every operand is ready: the producing task of
-the same micro-batch has finished and any `ipu.copy` (`link_cycles`) or
+the same micro-batch has finished and any `ipu.copy` (`copy_cycles`: an external sync,
+the bytes over the IPU-Links of its route from src_ipu to dst_ipu, a latency per hop) or
 `ipu.remote_load` (`streaming_cycles`) on the way has arrived; a load or copy of data no
 task produces (weights, inputs) starts when the receiving IPU is free. It lasts the
 sum of `op_cost` of the stage function's ops (per IPU available memory proportion and
@@ -29,22 +30,28 @@ phase's compute).
 Host I/O (`streams`): each streamed input of each micro-batch is a "host_load" on the
 IPU of the first task reading it, before that task; each streamed output a
 "host_store" on the IPU holding it, once its producing tasks have finished. A transfer
-takes `host_cycles` (latency + bytes / host-link bandwidth), one at a time per IPU's
-link. A stream runs on the compute tiles, so it also occupies the IPU, unless
-`streams.overlapped` names it (set_overlap_for_input/output, which need `io_tiles`):
-then it runs on the IO tiles and overlaps compute (Poplar's overlapped I/O, double
-buffering): a task's overlapped inputs for the next micro-batch are loaded while it
-computes ("overlap_accumulation_loop"), and for the next step's first micro-batch too
+takes `host_cycles` (latency + bytes / host-link bandwidth), one at a time per host link
+(the IPU-Gateway's, shared by `Machine.ipusPerHostLink` IPUs) and direction. A stream runs on the
+compute tiles, so it also occupies the IPU, unless `streams.overlapped` names it
+(set_overlap_for_input/output, which need `io_tiles`): then it runs on the IO tiles and
+overlaps compute (Poplar's overlapped I/O, double buffering): a task's overlapped
+inputs for the next micro-batch are loaded while it computes
+("overlap_accumulation_loop"), and for the next step's first micro-batch too
 ("overlap_device_iteration_loop", whose transfers do not hold the step barrier).
 `io_tiles` are taken from every op's compute tiles either way.
 
 Barriers: a step starts when the previous one has ended (the pipeline fills and drains
-every step, as PopART's does around each weight update); the step's `epilogue` work
-(gradient all-reduce, optimizer update) runs after its last task, serially per IPU,
-before the next step; its "copy" work (an updated weight sent to another IPU reading
-it) starts when the work listed before it has ended. "sharded" runs one task at a time;
-"phased" starts a phase (a change of `ipu.phase` in the order) when everything before it
-has ended.
+every step, as PopART's does around each weight update), after an external sync of the
+program's IPUs (`external_sync_cycles`, a "sync" event on each) when it has several;
+the step's `epilogue` work (gradient all-reduce, or reduce-scatter and all-gather under
+replicated tensor sharding; Streaming Memory loads and stores around the optimizer
+update; the update) runs after its last task, serially per IPU, before the next step;
+its "copy" work (an updated weight sent to another IPU reading it) starts when the work
+listed before it has ended. With "update_load" / "update_store" in `io_streaming`, its
+"remote_load" and "remote_store" run on the IO tiles: loads from the barrier on,
+overlapping the gradients' reduction (the update waits for them), stores after the
+update. "sharded" runs one task at a time; "phased" starts a phase (a change of
+`ipu.phase` in the order) when everything before it has ended.
 
 Iterations (steps x micro-batches) give the spec's perf counters per stream ('input':
 load start, 'input_complete': load end, 'output': the output available on the IPU,
@@ -120,8 +127,8 @@ def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
     (kind, name, ipu, cycles) of the work after each step's tasks. `cost`: `op_cost`, or
     a `CostMemo` shared with other analyses of the module. `io_streaming`: the Streaming
     Memory transfers (`STREAMING`: "weight_load", "activation_load",
-    "activation_store") the IO tiles run, overlapping compute; the others occupy the
-    compute tiles.
+    "activation_store", "update_load", "update_store") the IO tiles run, overlapping
+    compute; the others occupy the compute tiles.
     """
     if steps < 1:
         raise Error(f"steps must be at least 1, got {steps}", type="runtime")

@@ -212,7 +212,7 @@ func.func @f(%x: tensor<1024xf32>) -> tensor<256xf32> {{
 }}""")
         cost = op_cost(module.body.operations[0].regions[0].blocks[0].operations[0])
     m = GC200
-    latency = math.ceil(m.hostLinkLatency * m.tileClockFrequency)  # 1 us: 1331 cycles
+    latency = math.ceil(m.hostLinkLatency * m.tileClockFrequency)  # 1.2 us: 1596 cycles
     transfers = [latency + math.ceil(n * m.tileClockFrequency / m.hostLinkBandwidth)
                  for n in (4096, 1024)]  # the operand to the host, the result back
     expected = sum(transfers) + math.ceil(HOST_CALL_LATENCY * m.tileClockFrequency)

@@ -149,7 +149,7 @@ def test_tied_weight_pipelined_over_two_ipus():
     sent = [e for e in step_end if e.kind == "copy"]
     assert [e.name for e in sent] == ["emb.weight (updated on IPU 0)"]
     assert sent[0] in timeline.events[1]
-    assert sent[0].end - sent[0].start == timeline.machine.link_cycles(weight_bytes)
+    assert sent[0].end - sent[0].start == timeline.machine.copy_cycles(weight_bytes, 0, 1, 2)
     assert sent[0].start >= max(e.end for e in updates if e in timeline.events[0])
 
 
