@@ -107,6 +107,12 @@ def test_graphcore_options_stash_a_bounded_number_of_micro_batches():
                           for t in inputs])
         timeline = trainer.getTimeline()
         assert timeline.schedule == "1f1b"
+        # one stage per change of IPU, as PopTorch merges consecutive blocks on one IPU:
+        # embeddings; layer 0; layer 1; layers 2-3; pooler and classifier on IPU 0
+        stages = {(e.stage, ipu) for ipu, events in timeline.events.items() for e in events
+                  if e.kind == "compute" and e.stage is not None}
+        assert sorted(stages) == [(0, 0), (1, 1), (2, 2), (3, 3), (4, 0),
+                                  (5, 3), (6, 2), (7, 1), (8, 0)]
         stashes.append(timeline.stash_bytes)
     assert stashes[0] == stashes[1] and sum(stashes[0].values()) > 0
     model, inputs = _small(cfg)
