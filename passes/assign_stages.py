@@ -6,7 +6,9 @@ from an explicit `stages` map (poptorch.Stage: "A=0:0,B=1:1", block=stage:ipu), 
 AutoStage (`auto-stage=same-as-ipu`, the default: stage = ipu; `auto-increment`: a new
 stage per block in program order). Checks from the spec: with a pipeline, stage ids
 must ascend in program order; a stage may not name a block that does not exist; once
-blocks are used, every computing op must be in one.
+blocks are used, every computing op must be in one. A pipeline's consecutive blocks on
+one IPU are then one stage, as PopTorch merges them (stages renumbered 0, 1, ... at each
+change of IPU).
 """
 
 from __future__ import annotations
@@ -142,6 +144,8 @@ class AssignStages(Pass):
                         f"(stage {placement[later][0]}) runs after block '{earlier}' (stage "
                         f"{placement[earlier][0]}); use AutoStage.AutoIncrement or give "
                         "later blocks higher stages")
+            if not self.phases:
+                placement = _merge_consecutive(order, placement)
         return placement
 
     def _explicit(self, order, first_op) -> dict[str, tuple[int, int]]:
@@ -177,6 +181,24 @@ class AssignStages(Pass):
                                  f"{MAX_ID}; give its poptorch.Block (or BeginBlock, "
                                  "BlockFunction) an ipu_id in that range")
         return number
+
+
+def _merge_consecutive(order: list[str], placement: dict[str, tuple[int, int]]
+                       ) -> dict[str, tuple[int, int]]:
+    """Pipeline stages as PopTorch counts them: a new stage each time the IPU changes in
+    program order, consecutive blocks on one IPU being one stage (spec 4.4.2, "If two
+    consecutive blocks/stages use the same IPU, PopTorch will merge them into a single
+    block/stage"; PopTorch's CompilerImpl::numPipelineStages is the IPU switches + 1).
+    Graphcore's BERT puts each layer in its own block with AutoIncrement: 3 layers on an
+    IPU are one stage, not three that would each stash and synchronise."""
+    merged: dict[str, tuple[int, int]] = {}
+    stage, previous = -1, None
+    for key in order:
+        ipu = placement[key][1]
+        if ipu != previous:
+            stage, previous = stage + 1, ipu
+        merged[key] = (stage, ipu)
+    return merged
 
 
 def _computes_forward(op: ir.Operation) -> bool:

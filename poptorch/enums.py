@@ -154,10 +154,11 @@ class MultiConvPlanType(enum.IntEnum):
 class PipelineSchedule(enum.IntEnum):
     """Beyond PopTorch: the training schedule of PipelinedExecution.
 
-    FillMainFlush (the default, the spec's behaviour) runs the forward of every
-    micro-batch of an accumulation step, then their backward, so that every micro-batch
-    is stashed at once; OneForwardOneBackward interleaves them, with at most as many
-    micro-batches in flight as there are pipeline stages."""
+    OneForwardOneBackward (the default, what PopART's pipeline does: its stash holds a
+    bounded number of micro-batches) interleaves forwards and backwards, with at most as
+    many micro-batches in flight as there are pipeline stages; FillMainFlush runs the
+    forward of every micro-batch of an accumulation step, then their backward, so that
+    every micro-batch is stashed at once."""
 
     FillMainFlush = 0
     OneForwardOneBackward = 1

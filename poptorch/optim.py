@@ -275,7 +275,11 @@ class RMSprop(_IpuOptimizer, torch.optim.RMSprop):
 
 
 class LAMB(_IpuOptimizer, torch.optim.Optimizer):
-    """Layer-wise Adaptive Moments (LAMB); phi(z) = min(z, max_weight_norm)."""
+    """Layer-wise Adaptive Moments (LAMB); phi(z) = min(z, max_weight_norm).
+
+    max_weight_norm can be set per param group, as PopTorch's LAMB allows (its
+    `_group_vars`): Graphcore's BERT gives the biases' group 0 (trust ratio 1, no
+    layer-wise scaling). A group without one takes the optimizer's (None: no clamp)."""
 
     OPTIMIZER_EXTRAS = {**_COMMON, "bias_correction": True, "max_weight_norm": None}
     VARIABLES = ("lr", "betas", "eps", "weight_decay", "loss_scaling", "max_weight_norm")
@@ -359,8 +363,9 @@ def _lamb(opt, group, p, state, grad) -> None:
     bc1, bc2 = (1 - beta1**step, 1 - beta2**step) if opt.bias_correction else (1.0, 1.0)
     update = (m / bc1) / ((v / bc2).sqrt() + group["eps"]) + group["weight_decay"] * p
     w_norm = p.norm()
-    if opt.max_weight_norm is not None:
-        w_norm = w_norm.clamp(max=opt.max_weight_norm)
+    max_weight_norm = group.get("max_weight_norm", opt.max_weight_norm)
+    if max_weight_norm is not None:
+        w_norm = w_norm.clamp(max=max_weight_norm)
     u_norm = update.norm()
     ratio = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
     p.sub_(group["lr"] * ratio * update)

@@ -49,9 +49,9 @@ _GROUP_HYPERS = {
     "sgd": ("lr", "momentum", "dampening", "weight_decay", "velocity_scaling"),
     "adam": ("lr", "beta1", "beta2", "eps", "weight_decay"),
     "rmsprop": ("lr", "alpha", "eps", "weight_decay", "momentum"),
-    "lamb": ("lr", "beta1", "beta2", "eps", "weight_decay"),
+    "lamb": ("lr", "beta1", "beta2", "eps", "weight_decay", "max_weight_norm"),
 }
-_GLOBAL_HYPERS = {"loss_scaling": 1.0, "max_grad_norm": math.inf, "max_weight_norm": math.inf}
+_GLOBAL_HYPERS = {"loss_scaling": 1.0, "max_grad_norm": math.inf}
 _GROUP_FLAGS = {"sgd": ("nesterov", "maximize"), "adam": ("decoupled_weight_decay", "maximize"),
                 "rmsprop": ("centered", "maximize"), "lamb": ()}
 # optimizer-wide structural attributes, with their value for optimizers without them
@@ -130,8 +130,7 @@ class OptimizerSpec:
         self.combined = bool(getattr(optimizer, "use_combined_accum", False))
         hypers = [h for h in _GROUP_HYPERS[self.family]
                   if h != "velocity_scaling" or self.combined]  # the separate variant: 1
-        keys = [(GLOBAL, n) for n in _GLOBAL_HYPERS
-                if n != "max_weight_norm" or self.family == "lamb"]
+        keys = [(GLOBAL, n) for n in _GLOBAL_HYPERS]
         keys += [(g, n) for g in range(self.groups) for n in hypers]
         variable = {k for k in keys if _is_variable(optimizer, builtin, _attr(k[1]))
                     or (automatic_loss_scaling and k == (GLOBAL, "loss_scaling"))}
@@ -161,6 +160,9 @@ class OptimizerSpec:
         g = optimizer.param_groups[group]
         if name in ("beta1", "beta2"):
             return float(g["betas"][0 if name == "beta1" else 1])
+        if name == "max_weight_norm":  # per group as PopTorch's; None: the optimizer's
+            value = g.get(name, getattr(optimizer, name, None))
+            return math.inf if value is None else float(value)
         return float(g.get(name, 1.0 if name == "velocity_scaling" else 0.0))
 
     def hyper_layout(self) -> list[tuple[int, str]]:

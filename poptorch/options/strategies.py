@@ -158,21 +158,29 @@ class _Strategy:
 class PipelinedExecution(_Strategy):
     """Pipeline the stages over their IPUs (the default strategy when blocks exist).
 
-    Beyond PopTorch, `setSchedule` chooses the training schedule: the spec's fill /
-    main / flush per accumulation step (PipelineSchedule.FillMainFlush, the default) or
-    PipelineSchedule.OneForwardOneBackward, which stashes fewer activations."""
+    Training runs as PopTorch's does: PopART's pipeline interleaves each stage's forward
+    and backward micro-batches, so its stash holds a bounded number of them (at most
+    2 (N - s) - 1 for stage s of N: PopART's StashOp::getStashSize, graphcore/popart
+    willow/src/op/stash.cpp), PipelineSchedule.OneForwardOneBackward here; and
+    PopTorch turns on pipeline recomputation when it pipelines (popart_compiler
+    Compiler.cpp: autoRecomputation = RecomputationType::Pipeline), so
+    recomputationCheckpoint takes effect without another option. Beyond PopTorch,
+    `setSchedule(PipelineSchedule.FillMainFlush)` runs the forward of every micro-batch
+    of an accumulation step before any backward (every micro-batch stashed at once)
+    and `useRecomputation(False)` stashes instead of recomputing."""
 
     _name = "pipelined"
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self._schedule = PipelineSchedule.FillMainFlush
-        self._recompute = False
+        self._schedule = PipelineSchedule.OneForwardOneBackward
+        self._recompute = True
 
     def useRecomputation(self, enabled: bool = True) -> PipelinedExecution:  # noqa: N802
-        """Beyond PopTorch's public API (PopART's pipeline recomputation): backward stages
-        recompute forward activations, from their stage inputs and the values marked with
-        poptorch.recomputationCheckpoint, instead of stashing them."""
+        """Beyond PopTorch's public API (PopART's pipeline recomputation, on by default as
+        PopTorch sets it): backward stages recompute forward activations, from their stage
+        inputs and the values marked with poptorch.recomputationCheckpoint, instead of
+        stashing them; False stashes them."""
         self._recompute = check_bool("useRecomputation: enabled", enabled)
         return self
 

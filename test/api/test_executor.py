@@ -294,8 +294,10 @@ def test_ir_dumps_run_through_ipu_opt(tmp_path):
         "torch-func-backend-type-conversion.mlir", "ipu-convert-torch-to-ipu.mlir",
         "canonicalize.mlir", "torch-finalizing-backend-type-conversion.mlir",
         "ipu-import-annotations.mlir", "ipu-narrow-f64.mlir", "ipu-simplify.mlir", "cse.mlir",
-        # the Precision options' step, the execution strategy's (nothing to do without blocks)
-        "ipu-precision.mlir", "ipu-assign-stages.mlir", "ipu-outline-stages.mlir",
+        # the Precision options' step, the execution strategy's (nothing to do without
+        # blocks; ipu-recompute as PopTorch's pipeline recomputation is on by default)
+        "ipu-precision.mlir", "ipu-assign-stages.mlir", "ipu-recompute.mlir",
+        "ipu-outline-stages.mlir",
         "ipu-insert-copies.mlir", "ipu-schedule.mlir"]
     exe = os.path.join(os.path.dirname(sys.executable), "ipu-opt")
     for path in files:

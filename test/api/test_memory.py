@@ -183,6 +183,8 @@ def adam():
     model = TwoLayers()
     opts = poptorch.Options()
     opts.Training.gradientAccumulation(3)
+    opts.setExecutionStrategy(poptorch.PipelinedExecution().setSchedule(
+        poptorch.PipelineSchedule.FillMainFlush).useRecomputation(False))  # not the defaults
     ipu = poptorch.trainingModel(model, opts, torch.optim.Adam(model.parameters(), lr=0.01))
     ipu.compile(torch.rand(6, 4), torch.rand(6, 2))
     return ipu

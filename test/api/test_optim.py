@@ -152,6 +152,28 @@ def test_lamb_cpu_step() -> None:
     assert "ipu.lamb_step" in device.ir
 
 
+def test_lamb_max_weight_norm_per_group() -> None:
+    """PopTorch's LAMB takes max_weight_norm per param group (Graphcore's BERT: 0 for the
+    biases, i.e. trust ratio 1, the optimizer's for the rest); marked constant, each
+    group's value is its own constant of the program."""
+    def make(ps):
+        opt = optim.LAMB([{"params": ps[:1], "max_weight_norm": 0},
+                          {"params": ps[1:]}], lr=0.01, max_weight_norm=0.5)
+        opt.variable_attrs.markAsConstant("max_weight_norm")
+        return opt
+
+    ref0, ref1 = lamb_reference(lr=0.01, max_weight_norm=0.0), lamb_reference(
+        lr=0.01, max_weight_norm=0.5)
+
+    def reference(params, grads):
+        ref0(params[:1], grads[:1])
+        ref1(params[1:], grads[1:])
+    _, device = compare(make, reference=reference)
+    assert device.spec.constants[(0, "max_weight_norm")] == 0.0
+    assert device.spec.constants[(1, "max_weight_norm")] == 0.5
+    compare(make)  # poptorch.optim.LAMB's own CPU step agrees
+
+
 def test_loss_scaling_unscales_gradients() -> None:
     compare(lambda ps: optim.Adam(ps, lr=0.01, weight_decay=0.1, loss_scaling=100.0),
             scale=100.0)

@@ -208,9 +208,11 @@ def test_pipeline_idle_fraction_is_ramp_up_and_down(m):
 
 
 def training_timeline(accumulation, schedule=poptorch.PipelineSchedule.FillMainFlush):
+    """Without recomputation (on by default, as in PopTorch), so that activations stash."""
     opts = poptorch.Options()
     opts.Training.gradientAccumulation(accumulation)
-    opts.setExecutionStrategy(poptorch.PipelinedExecution().setSchedule(schedule))
+    opts.setExecutionStrategy(
+        poptorch.PipelinedExecution().setSchedule(schedule).useRecomputation(False))
     model = FourStages()
     ipu = poptorch.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.01))
     ipu(torch.randn(accumulation * 8, 64), torch.randn(accumulation * 8, 64))
@@ -470,7 +472,7 @@ def line_of(method, text):
 
 TOO_MANY = ("{} (70000) must be at most 65536 for a model split into stages: the schedule "
             "orders every micro-batch of every stage; set {}(65536) or less")
-SCHEDULE = "ipu-schedule{strategy=pipelined schedule=gpipe micro-batches=70000}"
+SCHEDULE = "ipu-schedule{strategy=pipelined schedule=1f1b micro-batches=70000}"
 
 
 def test_device_iterations_beyond_the_schedule_are_an_error_naming_the_option(tmp_path):
