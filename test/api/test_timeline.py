@@ -70,7 +70,17 @@ WEIGHT = f"tensor<{WIDTH}x{WIDTH}xf32>"
 # the first matmul takes the stage's argument, the others the previous one's result
 STAGE_CYCLES = matmul_cycles(ROWS, WIDTH, WIDTH) \
     + (DEPTH - 1) * matmul_cycles(ROWS, WIDTH, WIDTH, computed_lhs=True)
-COPY_CYCLES = link_cycles(ROWS * WIDTH * 4)
+COPY_CYCLES = copy_cycles(0, 1, 2, ROWS * WIDTH * 4)  # over a rung, 2 IPUs
+
+
+def hop_copies(p: int) -> int:
+    """The copies of a p-stage pipeline, each stage's result to the next IPU."""
+    return sum(copy_cycles(s, s + 1, p, ROWS * WIDTH * 4) for s in range(p - 1))
+
+
+def step_sync(ipus: int) -> int:
+    """The external sync of `ipus` IPUs starting each step (as `copy_cycles`' sync)."""
+    return SYNC + math.ceil(2 * (1 + ipus // 4) * 15e-9 * M.tileClockFrequency)
 
 
 def stage_fn(name: str, stage: int) -> str:
