@@ -5,6 +5,7 @@ activations stashed between the tasks of a micro-batch (`stash_bytes`). The rule
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -32,8 +33,10 @@ class Scheduler:
         self.graph, self.streams, self.steps = graph, streams, steps
         self.io_streaming = io_streaming  # STREAMING kinds that run on the IO tiles
         self.free: dict[int, int] = defaultdict(int)  # IPU -> cycle it is free from
-        # (host link, "host_load" | "host_store") -> cycle that direction is free
-        self.link: dict[tuple[int, str], int] = defaultdict(int)
+        # (host link, "host_load" | "host_store") -> that direction's busy intervals, as
+        # sorted starts and ends (`link_slot`)
+        self.link: dict[tuple[int, str], tuple[list[int], list[int]]] = defaultdict(
+            lambda: ([], []))
         self.events: dict[int, list[Event]] = defaultdict(list)
         self.finish: dict[tuple[int, int, int], int] = {}  # (step, k, mb) -> end
         self.ready_at: dict[tuple[int, int, int], int | None] = {}  # (node, step, mb)
@@ -101,18 +104,33 @@ class Scheduler:
         self.ready_at[key] = time
         return time
 
+    def link_slot(self, link: tuple[int, str], earliest: int, cycles: int) -> int:
+        """The start of the first gap of `cycles` from `earliest` on one direction of a
+        host link, which it then occupies. The IPUs sharing the link run their own
+        programs: the gateway serves each transfer when its IPU asks for it, so a transfer
+        the task order lists later, but ready earlier, goes before."""
+        starts, ends = self.link[link]
+        i, start = bisect_right(ends, earliest), earliest
+        while i < len(starts) and starts[i] < start + cycles:
+            start = max(start, ends[i])
+            i += 1
+        starts.insert(i, start)
+        ends.insert(i, start + cycles)
+        return start
+
     def host(self, kind: str, ipu: int, ready: int, nbytes: int, name: str, stream: int,
              step: int, mb: int) -> tuple[int, int]:
         """(start, end) of one host transfer on the host link `ipu` shares with the other
         IPUs of its IPU-Gateway (`Machine.ipusPerHostLink`), one at a time each way (the
-        link is full duplex), on its compute tiles (which it occupies), or on its IO
-        tiles for an overlapped stream (`HostStreams.overlapped`); a stream overlapping
-        the device iteration loop also crosses the step barrier."""
+        link is full duplex; `link_slot`), on its compute tiles (which it occupies), or on
+        its IO tiles for an overlapped stream (`HostStreams.overlapped`); a stream
+        overlapping the device iteration loop also crosses the step barrier."""
         mode = self.streams.overlapped.get(name)
         link = (ipu // self.graph.machine.ipusPerHostLink, kind)
-        start = max(ready, self.link[link], self.floor if mode != LOOPS else 0,
-                    0 if mode else self.free[ipu])
-        end = self.link[link] = start + self.graph.machine.host_cycles(nbytes)
+        cycles = self.graph.machine.host_cycles(nbytes)
+        start = self.link_slot(link, max(ready, self.floor if mode != LOOPS else 0,
+                                         0 if mode else self.free[ipu]), cycles)
+        end = start + cycles
         if not mode:
             self.free[ipu] = end
         self.add(ipu, Event(kind, name, mb, start, end, step, stream=stream,

@@ -31,7 +31,9 @@ Host I/O (`streams`): each streamed input of each micro-batch is a "host_load" o
 IPU of the first task reading it, before that task; each streamed output a
 "host_store" on the IPU holding it, once its producing tasks have finished. A transfer
 takes `host_cycles` (latency + bytes / host-link bandwidth), one at a time per host link
-(the IPU-Gateway's, shared by `Machine.ipusPerHostLink` IPUs) and direction. A stream runs on the
+(the IPU-Gateway's, shared by `Machine.ipusPerHostLink` IPUs) and direction, served when
+its IPU asks for it (in a gap before a transfer the task order lists earlier but whose
+IPU asks later: `Scheduler.link_slot`). A stream runs on the
 compute tiles, so it also occupies the IPU, unless `streams.overlapped` names it
 (set_overlap_for_input/output, which need `io_tiles`): then it runs on the IO tiles and
 overlaps compute (Poplar's overlapped I/O, double buffering): a task's overlapped
