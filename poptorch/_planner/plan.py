@@ -18,10 +18,16 @@ rather than guesses:
    error is reported. A chosen split the compile refuses as out of memory is excluded and
    the choice made again.
 
-With `recompute=True` or `offchip_optimizer=True` the planner may also turn on pipeline
-recomputation or move optimizer state to Streaming Memory. Both add work (a second
-forward, streaming loads and stores), so the planner uses them only when no split fits
-without them, trying recomputation, then off-chip state, then both.
+Pipeline recomputation is PopTorch's default when it pipelines (on unless the options'
+`PipelinedExecution(...).useRecomputation(False)` turns it off): by default
+(`recompute=None`) the planner plans with the options' setting, as the user would run
+it. `recompute=True` or `False` sets it for the plan (the options' line in `code()`
+when it differs from theirs); `recompute="auto"` asks the planner to choose: stashing
+(no second forward pass, so faster) where a split fits that way, recomputation where
+only that fits. `offchip_optimizer=True` lets the planner move optimizer state to
+Streaming Memory (streaming loads and stores: more work), which it does only when no
+split fits on chip. With both asked it tries stashing, recomputation, off-chip state
+with stashing, then both.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from poptorch.options.strategies import PipelinedExecution
 
 MAX_IPUS = 64  # the simulated IPU-POD64 (`ipuHardwareIsAvailable`)
 MAX_CONFIRMATIONS = 4  # compiles of chosen splits before giving up on the predictions
+AUTO = "auto"  # recompute=: the planner chooses
 
 
 @dataclass
@@ -78,8 +85,8 @@ class PipelinePlan(SplitFigures):
 
     starts: list[str | None] = field(default_factory=list)  # first candidate per IPU
     options: Options | None = None
-    recompute: bool = False
-    offchip_optimizer: bool = False
+    recompute: bool = False  # the plan's pipeline recomputation
+    offchip_optimizer: bool = False  # the plan's optimizer state in Streaming Memory
     even_split: SplitFigures | None = None
     _option_lines: list[str] = field(default_factory=list)
 
@@ -128,13 +135,17 @@ def _check_arguments(model, ipus, options, training, optimizer, recompute,
     if options is not None and not isinstance(options, Options):
         raise Error(f"plan_pipeline: options must be a poptorch.Options or None, got "
                     f"{type(options).__name__}", type="planner")
-    for name, value in (("training", training), ("recompute", recompute),
-                        ("offchip_optimizer", offchip_optimizer)):
+    for name, value in (("training", training), ("offchip_optimizer", offchip_optimizer)):
         if not isinstance(value, bool):
             raise Error(f"plan_pipeline: {name} must be True or False, got {value!r}",
                         type="planner")
+    if not (recompute is None or isinstance(recompute, bool) or recompute == AUTO):
+        raise Error(f"plan_pipeline: recompute must be None (the options' pipeline "
+                    f"recomputation), True, False or {AUTO!r} (the planner chooses), got "
+                    f"{recompute!r}", type="planner")
     if not training:
-        for name, value in (("optimizer", optimizer is not None), ("recompute", recompute),
+        for name, value in (("optimizer", optimizer is not None),
+                            ("recompute", recompute is not None),
                             ("offchip_optimizer", offchip_optimizer)):
             if value:
                 raise Error(f"plan_pipeline: {name} is for training, but training=False "
@@ -152,10 +163,13 @@ def _check_arguments(model, ipus, options, training, optimizer, recompute,
 
 
 def _strategy(options: Options) -> tuple[PipelineSchedule, bool]:
-    """The schedule and recomputation of the user's PipelinedExecution (or defaults)."""
+    """The schedule and recomputation of the user's PipelinedExecution, or of the one a
+    model with blocks runs when the options set none (PopTorch's: interleaved,
+    recomputing)."""
     strategy = options.execution_strategy
     if strategy is None:
-        return PipelineSchedule.FillMainFlush, False
+        strategy = PipelinedExecution(AutoStage.SameAsIpu)
+        return strategy._schedule, strategy._recompute
     if type(strategy) is not PipelinedExecution or strategy._stages or \
             strategy._auto != AutoStage.SameAsIpu:
         raise Error("plan_pipeline: the options set an execution strategy with its own "
@@ -184,6 +198,7 @@ class _Planner:
                     if training else ""))
         self.micro = segments.micro_batch(args, rows, what)
         self.segments: segments.Segments | None = None
+        self.refusal = ""  # the out-of-memory error of the last measurement refused
 
     def check_micro_batches(self) -> None:
         """A pipeline of `ipus` stages needs that many micro-batches (twice less one in
@@ -209,14 +224,13 @@ class _Planner:
             opts.autoRoundNumIPUs(True)
             lines.append("opts.autoRoundNumIPUs(True)")
         strategy = PipelinedExecution(AutoStage.SameAsIpu).setSchedule(self.schedule)
-        if recompute or self.user_recompute:
-            strategy.useRecomputation()
-        opts.setExecutionStrategy(strategy)
-        if recompute and not self.user_recompute:
-            schedule = ("" if self.schedule == PipelineSchedule.FillMainFlush else
+        opts.setExecutionStrategy(strategy.useRecomputation(recompute))
+        if recompute != self.user_recompute:
+            schedule = ("" if self.schedule == PipelinedExecution()._schedule else
                         f".setSchedule(poptorch.PipelineSchedule.{self.schedule.name})")
             lines.append("opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch."
-                         f"AutoStage.SameAsIpu){schedule}.useRecomputation())")
+                         f"AutoStage.SameAsIpu){schedule}.useRecomputation("
+                         f"{'' if recompute else 'False'}))")
         if offchip:
             opts.TensorLocations.setOptimizerLocation(
                 TensorLocationSettings().useOnChipStorage(False))
@@ -243,17 +257,16 @@ class _Planner:
         return measure.compile_placement(self.model, self.optimizer, self.training, opts,
                                          blocks, self.inputs(opts))
 
-    def measure(self, recompute: bool, offchip: bool) -> list[SegmentFigures]:
-        """Every segment on its own IPU, in a pipeline of that many stages."""
+    def measure(self, recompute: bool, offchip: bool) -> list[SegmentFigures] | None:
+        """Every segment on its own IPU, in a pipeline of that many stages (None, and the
+        refusal kept, when a segment does not fit even on its own)."""
         n = self.segments.count
         need = 2 * n - 1 if self.training else n
         opts, _ = self.variant(recompute, offchip, n, max(self.micro_batches, need))
         figures = self.compile(opts, [self.segments.begins(i) for i in range(n)])
         if not figures.fits:
-            raise Error(f"plan_pipeline: a segment of the model does not fit on one IPU even "
-                        f"on its own ({figures.error.message}); give finer candidates= "
-                        "boundaries, or allow recompute=True or offchip_optimizer=True",
-                        type="planner")
+            self.refusal = figures.error.message
+            return None
         m = opts.Training.gradient_accumulation if self.training else opts.device_iterations
         self.available = figures.available
         result = []
@@ -309,23 +322,30 @@ class _Planner:
 _OOM_IPU = re.compile(r"out of memory on IPU (\d+)")
 
 
-def _variants(recompute: bool, offchip: bool) -> list[tuple[bool, bool]]:
-    return [(r, o) for r, o in ((False, False), (True, False), (False, True), (True, True))
-            if (recompute or not r) and (offchip or not o)]
+def _variants(recompute: bool | str, offchip: bool) -> list[tuple[bool, bool]]:
+    """The (recomputation, off-chip optimizer state) settings to try, in order."""
+    settings = (False, True) if recompute == AUTO else (recompute,)
+    return [(r, o) for o in ((False, True) if offchip else (False,)) for r in settings]
 
 
 def plan_pipeline(model: torch.nn.Module, *example_args, ipus: int,
                   options: Options | None = None, training: bool = True,
                   optimizer: torch.optim.Optimizer | None = None,
-                  candidates: Sequence[str] | None = None, recompute: bool = False,
+                  candidates: Sequence[str] | None = None,
+                  recompute: bool | str | None = None,
                   offchip_optimizer: bool = False) -> PipelinePlan:
     """Choose the pipeline stages of `model` over `ipus` IPUs that minimise the simulated
     step time within each IPU's memory (beyond PopTorch). `example_args` are the inputs
     of one call of the wrapped model with `options`; `candidates` the submodule names a
     stage may begin at (default: the children of the model's ModuleLists). The model is
-    left as it was: `plan.apply(model)` or `plan.code()` annotate it."""
+    left as it was: `plan.apply(model)` or `plan.code()` annotate it. `recompute`: None
+    keeps the options' pipeline recomputation (PopTorch's default: on), True or False
+    sets it, "auto" lets the planner choose; `offchip_optimizer=True` lets the planner
+    move optimizer state off chip where nothing fits on chip."""
     _check_arguments(model, ipus, options, training, optimizer, recompute, offchip_optimizer)
     planner = _Planner(model, example_args, ipus, options, training, optimizer)
+    if recompute is None:
+        recompute = planner.user_recompute
     names = (segments.default_candidates(model) if candidates is None
              else segments.check_names(model, candidates))
     if not names:
@@ -347,16 +367,22 @@ def plan_pipeline(model: torch.nn.Module, *example_args, ipus: int,
     last = None
     for rc, off in _variants(recompute, offchip_optimizer):
         figures = planner.measure(rc, off)
+        if figures is None:
+            continue
         memory_of = planner.memory_of(figures)
         opts, lines = planner.variant(rc, off, ipus)
         chosen = _choose(planner, figures, memory_of, opts)
         if chosen is not None:
             return _plan(planner, *chosen, figures, opts, lines, rc, off)
         last = (figures, memory_of)
+    allow = [text for flag, text in ((recompute is not False, f"recompute={AUTO!r}"),
+                                     (offchip_optimizer, "offchip_optimizer=True")) if not flag]
+    if last is None:
+        raise Error(f"plan_pipeline: a segment of the model does not fit on one IPU even on "
+                    f"its own ({planner.refusal}); give finer candidates= boundaries"
+                    + "".join(f", allow {a}" for a in allow), type="planner")
     figures, memory_of = last
     need, split = partition.smallest_need(figures, ipus, memory_of)
-    allow = [text for flag, text in ((recompute, "recompute=True"),
-                                     (offchip_optimizer, "offchip_optimizer=True")) if not flag]
     starts = ", ".join(planner.segments.begins(s) or "the start" for s in split.starts)
     raise Error(f"plan_pipeline: no split of the model over {ipus} IPUs fits: the smallest "
                 f"per-IPU need is about {need:,} bytes ({need / 2**20:.1f} MiB, with stages "

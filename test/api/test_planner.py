@@ -1,8 +1,11 @@
 """poptorch.plan_pipeline (beyond PopTorch): the planner's split of a BERT-style stack over
 4 IPUs is at least as fast as the even split on the machine model and fits; where the
-even split overloads IPU 0 (a large embedding on the 304 MiB Mk1) the plan moves layers
-off it and fits; `code()` is the user's BeginBlock code; `apply(model)` and compiling
-with `plan.options` gives the plan's simulated step; bad arguments are errors."""
+even split puts two big layers on one IPU of the 304 MiB Mk1 (more than it holds by
+their weights and Adam state alone) the plan separates them and fits; pipeline
+recomputation is the options' (PopTorch's default: on) unless recompute= sets it or
+lets the planner choose; `code()` is the user's BeginBlock code; `apply(model)` and
+compiling with `plan.options` gives the plan's simulated step; bad arguments are
+errors."""
 
 import copy
 import re
@@ -89,6 +92,9 @@ def test_plan_on_4_ipus_is_at_least_as_fast_as_the_even_split_and_fits(four_ipus
                                                 ["layers.4", "layers.5"], ["layers.6", "layers.7"]]
     # the prediction ((m + p - 1) slots of the slowest stage) is near the simulation
     assert abs(plan.prediction_error) < 0.1
+    # pipeline recomputation as PopTorch runs it by default: kept, no options line
+    assert plan.recompute and plan.options.execution_strategy._recompute
+    assert "setExecutionStrategy" not in plan.code()
 
 
 def test_apply_then_compile_gives_the_plans_step(four_ipus):
@@ -108,34 +114,75 @@ def test_apply_then_compile_gives_the_plans_step(four_ipus):
                                rtol=1e-4, atol=1e-4)
 
 
-def heavy_embedding(vocab, layers=4, sequence=64):
-    """A large embedding (trained with Adam: 4 copies of its weight) before feed-forward
-    layers whose stash grows with the sequence, on the Mk1 (304 MiB per IPU)."""
+class FeedForward(torch.nn.Module):
+    """A residual feed-forward layer: hidden -> inner -> hidden."""
+
+    def __init__(self, hidden, inner):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(hidden, inner)
+        self.fc2 = torch.nn.Linear(inner, hidden)
+
+    def forward(self, x):
+        return x + self.fc2(F.gelu(self.fc1(x)))
+
+
+class Widths(torch.nn.Module):
+    """Feed-forward layers of the given inner widths, a token classifier and its loss."""
+
+    def __init__(self, hidden, inners):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(FeedForward(hidden, inner) for inner in inners)
+        self.head = torch.nn.Linear(hidden, 16)
+
+    def forward(self, x, labels):
+        for layer in self.layers:
+            x = layer(x)
+        return F.cross_entropy(self.head(x).flatten(0, 1), labels.flatten())
+
+
+MK1 = 304 * 2**20  # the Mk1's In-Processor-Memory per IPU
+HIDDEN, BIG, SMALL = 512, 10000, 512
+
+
+def adam_bytes(layer):
+    """Bytes of a layer's fp32 weights, gradient accumulators and Adam's two moments."""
+    return 16 * sum(p.numel() for p in layer.parameters())
+
+
+def widths(inners, rows=2, sequence=8, strategy=None, hidden=HIDDEN):
+    """The Mk1, Adam, 8 micro-batches of `rows` x `sequence` tokens."""
     torch.manual_seed(0)
-    model = Stack(vocab=vocab, hidden=256, layers=layers, classes=16, attention=False)
+    model = Widths(hidden, inners)
     opts = poptorch.Options().useOfflineIpuTarget(1)
     opts.Training.gradientAccumulation(8)
-    ids = torch.randint(0, vocab, (8 * 4, sequence))
-    labels = torch.randint(0, 16, (8 * 4, sequence))
-    return model, opts, (ids, labels)
+    if strategy is not None:
+        opts.setExecutionStrategy(strategy)
+    x = torch.randn(8 * rows, sequence, hidden)
+    labels = torch.randint(0, 16, (8 * rows, sequence))
+    return model, opts, (x, labels), torch.optim.Adam(model.parameters())
 
 
 def test_even_split_does_not_fit_and_the_plan_does():
-    model, opts, args = heavy_embedding(34500)
-    plan = poptorch.plan_pipeline(model, *args, ipus=2, options=opts,
-                                  optimizer=torch.optim.Adam(model.parameters()))
+    """Two small layers, then two big ones: the even split puts both big layers on IPU 1,
+    whose weights, accumulators and Adam moments alone exceed the Mk1's memory; the
+    plan gives each big layer an IPU, which then holds well under it."""
+    model, opts, args, adam = widths([SMALL, SMALL, BIG, BIG])
+    big = adam_bytes(model.layers[2])
+    assert 2 * big > 1.02 * MK1 and big + 2 * adam_bytes(model.layers[0]) < 0.6 * MK1
+    plan = poptorch.plan_pipeline(model, *args, ipus=2, options=opts, optimizer=adam)
     even = plan.even_split
     assert even.stages == [["layers.0", "layers.1"], ["layers.2", "layers.3"]]
     assert not even.fits and not even.confirmed
-    assert even.refusal.startswith("out of memory on IPU 0")
-    assert plan.fits and plan.confirmed and max(plan.memory) <= plan.available
-    assert plan.available == 304 * 2**20  # the Mk1's In-Processor-Memory
-    assert plan.stages == [["layers.0"], ["layers.1", "layers.2", "layers.3"]]
-    assert plan.code() == "model.layers[1] = poptorch.BeginBlock(model.layers[1], ipu_id=1)"
+    assert even.refusal.startswith("out of memory on IPU 1")
+    assert plan.fits and plan.confirmed and plan.available == MK1
+    assert plan.stages == [["layers.0", "layers.1", "layers.2"], ["layers.3"]]
+    assert big <= min(plan.memory) and max(plan.memory) <= MK1
+    assert plan.recompute and not plan.offchip_optimizer  # PopTorch's default, kept
+    assert plan.code() == "model.layers[3] = poptorch.BeginBlock(model.layers[3], ipu_id=1)"
     assert re.fullmatch(
         r"plan: step [\d,]+ cycles \(simulated\), fits\n"
-        r"  IPU 0: layers\.0, [\d.]+ of 304\.0 MiB\n"
-        r"  IPU 1: layers\.1\.\.layers\.3, [\d.]+ of 304\.0 MiB\n"
+        r"  IPU 0: layers\.0\.\.layers\.2, [\d.]+ of 304\.0 MiB\n"
+        r"  IPU 1: layers\.3, [\d.]+ of 304\.0 MiB\n"
         r"even split: step [\d,]+ cycles \(predicted, refused as out of memory\), does not fit\n"
         r"  IPU 0: layers\.0\.\.layers\.1, [\d.]+ of 304\.0 MiB\n"
         r"  IPU 1: layers\.2\.\.layers\.3, [\d.]+ of 304\.0 MiB", plan.report())
@@ -143,17 +190,17 @@ def test_even_split_does_not_fit_and_the_plan_does():
 
 
 def test_no_split_fits_names_the_smallest_need():
-    """Each segment fits alone (the embedding, layer 0, layer 1, layer 2 and the head),
-    but no split over 2 IPUs."""
-    model, opts, args = heavy_embedding(25000, layers=3, sequence=320)
-    with pytest.raises(poptorch.Error, match=r"plan_pipeline: no split of the model over 2 "
+    """Three big layers and a small one over 2 IPUs: every split puts two big layers on
+    one IPU (more than the Mk1 holds by their Adam bytes alone); the least need is the
+    two big layers without the small one, stages beginning at layers.0 and layers.2."""
+    model, opts, args, adam = widths([BIG, BIG, BIG, SMALL])
+    assert 2 * adam_bytes(model.layers[0]) > 1.02 * MK1
+    with pytest.raises(poptorch.Error, match=r"^plan_pipeline: no split of the model over 2 "
                        r"IPUs fits: the smallest per-IPU need is about [\d,]+ bytes "
-                       r"\([\d.]+ MiB, with stages beginning at the start, layers\.1\) but an "
-                       r"IPU has 318,767,104 bytes \(304\.0 MiB\); use more IPUs, "
-                       r"recompute=True, offchip_optimizer=True or lower precision "
-                       r"\(model\.half\(\)\)"):
-        poptorch.plan_pipeline(model, *args, ipus=2, options=opts,
-                               optimizer=torch.optim.Adam(model.parameters()))
+                       r"\([\d.]+ MiB, with stages beginning at layers\.0, layers\.2\) but "
+                       r"an IPU has 318,767,104 bytes \(304\.0 MiB\); use more IPUs, "
+                       r"offchip_optimizer=True or lower precision \(model\.half\(\)\)$"):
+        poptorch.plan_pipeline(model, *args, ipus=2, options=opts, optimizer=adam)
 
 
 # ---- the dynamic programme ---------------------------------------------------------------
@@ -184,7 +231,9 @@ def test_partition_minimises_the_slowest_stage_within_memory():
     ({"ipus": 2, "candidates": ["layers.9"]},
      "plan_pipeline: candidates: the model has no submodule 'layers.9'; use names from "
      "model.named_modules(), such as 'embed'"),
-    ({"ipus": 2, "recompute": 1}, "plan_pipeline: recompute must be True or False, got 1"),
+    ({"ipus": 2, "recompute": 1},
+     "plan_pipeline: recompute must be None (the options' pipeline recomputation), True, "
+     "False or 'auto' (the planner chooses), got 1"),
     ({"ipus": 2, "training": False, "offchip_optimizer": True, "options": None},
      "plan_pipeline: offchip_optimizer is for training, but training=False plans inference; "
      "leave offchip_optimizer out or plan training"),
@@ -230,21 +279,32 @@ def test_a_candidate_that_runs_twice_is_refused():
 
 
 def test_recomputation_when_asked_and_nothing_fits_without_it():
-    """The model no split fits stashing activations (above) fits with pipeline
-    recomputation; the plan turns it on (and leaves optimizer state on chip, which was
-    allowed but not needed), and is faster than the even split with it."""
-    model, opts, args = heavy_embedding(25000, layers=3, sequence=320)
-    plan = poptorch.plan_pipeline(model, *args, ipus=2, options=opts, recompute=True,
-                                  offchip_optimizer=True,
-                                  optimizer=torch.optim.Adam(model.parameters()))
+    """With every forward before any backward (FillMainFlush) and recomputation off in the
+    options, IPU 0 stashes each layer's two inner activations for all 8 micro-batches:
+    more than the Mk1 holds by that stash alone. recompute="auto" turns recomputation
+    on (the stage input stashed instead), which fits, and leaves optimizer state on chip
+    (allowed but not needed); code() gives the options line. Not asked, the planner
+    keeps the options' setting and says what would help."""
+    inner, rows, sequence = 16384, 3, 128
+    strategy = poptorch.PipelinedExecution(poptorch.AutoStage.SameAsIpu).setSchedule(
+        poptorch.PipelineSchedule.FillMainFlush).useRecomputation(False)
+    model, opts, args, adam = widths([inner, inner], rows, sequence, strategy, hidden=64)
+    assert 8 * 2 * rows * sequence * inner * 4 > 1.2 * MK1
+    plan = poptorch.plan_pipeline(model, *args, ipus=2, options=opts, recompute="auto",
+                                  offchip_optimizer=True, optimizer=adam)
     assert plan.recompute and not plan.offchip_optimizer and plan.fits
     assert plan.options.execution_strategy._recompute
-    assert plan.stages == [["layers.0"], ["layers.1", "layers.2"]]
-    assert plan.even_split.fits and plan.step_cycles < plan.even_split.step_cycles
+    assert plan.stages == [["layers.0"], ["layers.1"]]
     assert plan.code() == (
         "model.layers[1] = poptorch.BeginBlock(model.layers[1], ipu_id=1)\n"
         "opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch.AutoStage.SameAsIpu)"
-        ".useRecomputation())")
+        ".setSchedule(poptorch.PipelineSchedule.FillMainFlush).useRecomputation())")
+    # not asked (recompute=None), the planner keeps the options' recomputation: off
+    with pytest.raises(poptorch.Error, match=r"^plan_pipeline: a segment of the model does "
+                       r"not fit on one IPU even on its own \(out of memory on IPU 0: .*\); "
+                       r"give finer candidates= boundaries, allow recompute='auto', allow "
+                       r"offchip_optimizer=True$"):
+        poptorch.plan_pipeline(model, *args, ipus=2, options=opts, optimizer=adam)
 
 
 def test_one_ipu_is_the_whole_model_checked_to_fit():
