@@ -18,7 +18,8 @@ to its op's particulars with `functools.partial`).
   (M x K) by (K x N), planned with K split in d parts (d = 1, 2, 4, ... <= K). The B*M*N
   outputs spread over t = min(spread(B*M*N, b), T // d) tiles, A = ceil(B*M*N / t)
   each: g = ceil(A / (M*N)) whole products when A >= M*N, else an mb x nb block with
-  nb = min(N, ceil(A / mb)), mb square (min(M, ceil(sqrt(A)))) or 2^j within 16x of
+  nb = min(N, ceil(A / mb)), mb square (min(M, max(ceil(sqrt(A)), ceil(A / N))): all
+  of N and the rows A needs when N is narrower than the square) or 2^j within 16x of
   it (`amp_plans`: poplin's planner weighs the shapes); each of the d tiles of a block
   takes k = ceil(K / d) of K. compute = ceil(g*mb*nb*k / AMP MACs a cycle), the MACs
   of the operands' type and partials (`amp_rate`: fp16 with fp32 partials at
@@ -117,11 +118,14 @@ def conv_weight_grad_dims(p: Plan) -> Dims:
 def _blocks(area: int, rows: int, cols: int,
             block_rows: int | None = None) -> tuple[int, int, int]:
     """(g, mb, nb): whole products, or one mb x nb block (mb = `block_rows`, square by
-    default), making up `area` outputs."""
+    default), making up `area` outputs. A square block wider than the product (cols <
+    sqrt(area), as the 64 output channels of a convolution over many positions) takes
+    all the columns and as many rows as `area` needs: the block holds all of the tile's
+    outputs, never fewer."""
     if area >= rows * cols:
         return math.ceil(area / (rows * cols)), rows, cols
     if block_rows is None:
-        block_rows = min(rows, math.ceil(math.sqrt(area)))
+        block_rows = min(rows, max(math.ceil(math.sqrt(area)), math.ceil(area / cols)))
     return 1, block_rows, min(cols, math.ceil(area / block_rows))
 
 
