@@ -49,7 +49,12 @@ to its op's particulars with `functools.partial`).
   temporary bytes, more cycles.
 - Reductions: stage 1 reduces each tile's share; when an output's inputs span several
   tiles, stage 2 exchanges fp32 partials to the output's tile and reduces them (a second
-  sync). Data movement (permute, slice, concat, pad, ...) copies and receives its result
+  sync). A fan-in of 2 sqrt(tilesPerIPU) partials or more (a batch norm's statistics:
+  64 channels from every tile) first goes through an intermediate stage spread over the
+  IPU, each tile summing groups of ceil(sqrt(span)) partials (a third sync), as PopLibs
+  does (graphcore/poplibs lib/popops/reduction/ReductionPlan.cpp, calculateNextStep:
+  straight to the output only when "the fan-in is low enough", < 2 sqrt(tiles)).
+  Data movement (permute, slice, concat, pad, ...) copies and receives its result
   share. Elementwise operands with fewer elements than the result (broadcasts) are
   received; operands laid out like the result cost no exchange.
 - Optimizer updates: passes of elementwise ops over the weights (`optimizer`'s `passes`).
@@ -273,9 +278,18 @@ def reduce(p: Plan) -> OpCost:
     stage1 = vector_cycles(share, rate, p.machine)
     if span <= 1:
         return p.step(stage1)
+    compute, received, steps = stage1, 0, 2
+    if span >= 2 * math.sqrt(p.machine.tilesPerIPU):
+        # fan-in too wide for the result's tiles (ReductionPlan.cpp calculateNextStep):
+        # an intermediate stage over the IPU sums groups of ceil(sqrt(span)) partials
+        group = math.ceil(math.sqrt(span))
+        pieces = outputs * math.ceil(span / group)
+        inner = math.ceil(pieces / min(p.available, pieces)) * group
+        compute += vector_cycles(inner, rate, p.machine)
+        received, steps, span = inner * 4, 3, math.ceil(span / group)
     partials = p.per_tile * span  # fp32 partials a result tile receives and reduces
-    return p.step(stage1 + vector_cycles(partials, rate, p.machine), partials * 4, 2,
-                  outputs * span * 4)
+    return p.step(compute + vector_cycles(partials, rate, p.machine),
+                  received + partials * 4, steps, outputs * span * 4)
 
 
 def elementwise(p: Plan) -> OpCost:
