@@ -51,7 +51,7 @@ import torch.nn.functional as F  # noqa: N812 - torch's convention
 import poptorch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3] / "test" / "models"))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # bench/fidelity
+sys.path.append(str(pathlib.Path(__file__).resolve().parents[1]))  # bench/fidelity, last
 __import__("zoo").import_torchvision()  # transformers imports torchvision (a CUDA build here)
 import transformers  # noqa: E402 - after torchvision's schemas are defined
 from common import Published  # noqa: E402 - after bench/fidelity is on the path
