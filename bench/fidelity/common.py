@@ -63,23 +63,6 @@ class Published:
     ran: bool = True  # the configuration ran on that hardware (so it must fit)
 
 
-# What the harness supplies for configuration modules written elsewhere that leave an
-# attribute out (or None), by module name: bert_large_pod16.py is the BERT-Large phase 1
-# configuration of issue 25, which its author left PUBLISHED = None for.
-FALLBACKS: dict[str, dict[str, object]] = {
-    "bert_large_pod16": {
-        "PUBLISHED": Published(
-            figure=None, unit="sequences/s",
-            source="Graphcore, Performance Results, IPU-POD16 training table, BERT-Large "
-                   "Ph1 Pre-Training (SL128) (https://www.graphcore.ai/performance-results):"
-                   " its tables are not in the copies of the page reachable here",
-            measures="phase 1 pretraining throughput, sequence length 128"),
-        "QUICK_LAYERS": 4,
-        "REASON": "",
-    },
-}
-
-
 @dataclass
 class Config:
     """A loaded configuration module (see the module docstring)."""
@@ -89,8 +72,6 @@ class Config:
 
     def _get(self, attr: str, default: object = None) -> object:
         value = getattr(self.module, attr, None)
-        if value is None:
-            value = FALLBACKS.get(self.key, {}).get(attr)
         return default if value is None else value
 
     @property

@@ -35,22 +35,44 @@ SOURCES: dict[str, tuple[str, str]] = {
                               "GHz)"),
     "memcpyBytesPerCycle": ("bytes/cycle", f"{POPLIBS_MODEL}: dataPathWidth / 8"),
     "dataPathWidth": ("bits", f"{POPLIBS_MODEL}: dataPathWidth = 64"),
-    "globalSyncCycles": ("cycles", f"{POPLIBS_MODEL}: globalSyncCycles = 500"),
-    "fp16AmpMacsPerCycle": ("MACs/tile/cycle", f"{DATASHEET}: 250 TFLOPS / (2 x 1472 x "
-                            "1.33 GHz)"),
+    "globalSyncCycles": ("cycles", "graphcore/poplibs lib/popnn/CTCLossPlan.cpp (\"syncCycles "
+                         "= 90\"): a sync on one IPU (Poplar's SyncType::INTERNAL); not the "
+                         "IPU model tools' default of 500, which is no hardware figure"),
+    "fp16AmpMacsPerCycle": ("MACs/tile/cycle", "IPU-M2000 datasheet: 1 petaFLOPS FP16.16 per "
+                            "4 GC200 = 250 TFLOPS / (2 x 1472 x 1.33 GHz); fp16 partials"),
     "fp32AmpMacsPerCycle": ("MACs/tile/cycle", f"{DATASHEET}: 62.5 TFLOPS fp32"),
     "fp8AmpMacsPerCycle": ("MACs/tile/cycle", "GC200 has no FP8 AMP (0: FP8 at the FP16 "
                            "rate)"),
+    "fp16InFp32OutAmpMacsPerCycle": ("MACs/tile/cycle", "graphcore/poplibs "
+                                     "lib/poplin/PerformanceEstimation.hpp: fp32 partials "
+                                     "(PopLibs' default) run 8 conv units instead of 16 "
+                                     "(hf8 vs hh16) x 4 halves a cycle"),
     "ipuLinks": ("links", f"{DATASHEET}: 10 IPU-Links"),
-    "ipuLinkBandwidth": ("bytes/s", f"{DATASHEET}: 320 GB/s IPU-Links per IPU (charged as "
-                         "one aggregate link, no M2000 topology)"),
-    "hostLinkBandwidth": ("bytes/s", f"{DATASHEET}: PCIe Gen4 x16, 64 GB/s both ways, 32 "
-                          "GB/s each way"),
-    "hostLinkLatency": ("s", "no published figure: an assumption of 1 us, the order of "
-                        "one PCIe DMA round trip"),
+    "ipuLinkBandwidth": ("bytes/s", f"{DATASHEET}: 320 GB/s over 10 links = 16 GB/s a link a "
+                         "direction; poplibs' IPU model link: 128 Gbit/s "
+                         "(lib/poplibs_test/Util.cpp)"),
+    "ipuLinkEfficiency": ("", "graphcore/poplibs lib/poplibs_test/Util.cpp "
+                          "addGlobalExchangeConstraints (0.85 a link)"),
+    "rungLinks": ("links", "graphcore/poplibs lib/poplibs_test/Util.cpp (ladder: 4 links a "
+                  "rung); IPU-POD DA build and test guide (8 IPU-Link ports per IPU-M2000)"),
+    "railLinks": ("links", "graphcore/poplibs lib/poplibs_test/Util.cpp (ladder: 2 links a "
+                  "rail); IPU-POD64 datasheet (2D-torus IPU-Link topology)"),
+    "ipuLinkHopLatency": ("s", "graphcore/poplibs lib/poplibs_test/Util.cpp "
+                          "setGlobalSyncLatency (syncLatencyPerHop 15 ns)"),
+    "ipusPerHostLink": ("IPUs", "IPU-M2000 datasheet: 4 GC200 behind one IPU-Gateway"),
+    "hostLinkBandwidth": ("bytes/s", "IPU-POD DA build and test guide: 1x 100 GbE RoCEv2 NIC "
+                          "per IPU-M2000, 12.5 GB/s a direction, shared by its 4 IPUs"),
+    "hostLinkLatency": ("s", "ConnectX-5 EN product brief: \"sub-600ns\" latency, one NIC at "
+                        "the host and one in the IPU-M2000 (PCIe hops not counted)"),
     "streamingMemoryBandwidth": ("bytes/s", "no per-IPU figure published: 16 GB/s, a PCIe "
                                  "Gen4 x8 IPU-to-gateway link of the IPU-M2000 block "
                                  "diagram (IPU-M2000 BMC user guide); a bound to refine"),
+    "streamingMemoryLatency": ("s", "no published figure: an assumption of 0.5 us, one DMA "
+                               "round trip over the IPU-to-gateway PCIe link"),
+    "gwLinkBandwidth": ("bytes/s", "Bow-2000 datasheet (same IPU-Gateway as the IPU-M2000): "
+                        "2 x 100 Gbps GW-Links, 25 GB/s a direction, shared by 4 IPUs"),
+    "ipusPerPod": ("IPUs", "IPU-POD64 datasheet: 16 IPU-M2000s x 4 GC200; IPU-POD128 "
+                   "datasheet: GW-Links join IPU-POD64s"),
 }
 
 PRESET_SOURCES = {
@@ -58,11 +80,15 @@ PRESET_SOURCES = {
                  "Microbenchmarking\", arXiv:1912.03413 (1216 tiles x 256 KiB, 124.5 TFLOPS "
                  "mixed, 31.1 TFLOPS fp32, clock 1.6 GHz derived); 80 IPU-Links, 2.5 Tbps and "
                  "PCIe Gen4 x16 31.5 GB/s: Graphcore's C2 announcement (Silverton "
-                 "Consulting, 2018)",
+                 "Consulting, 2018); an IPU-Link: 128 Gibit/s a direction, the link of "
+                 "poplibs' IPU model (lib/poplibs_test/Util.cpp); 2 IPUs share a card's "
+                 "PCIe link (ipusPerHostLink 2), 1 us latency an assumption",
     "GC200 FP8 (C600)": "Graphcore C600 datasheet (docs.graphcore.ai): 1472 cores, 900 MB, "
                         "560 TFLOPS FP8, 280 TFLOPS FP16 (clock 1.486 GHz derived), 4 "
                         "IPU-Links 1 Tbps, PCIe Gen4 x16; fp32 AMP: the GC200's ratio kept "
-                        "(no published figure)",
+                        "(no published figure); a link: 1 Tbps / 4 links / 2 directions; one IPU a "
+                        "card, remote buffers in host memory behind PCIe Gen4 x16 (32 GB/s a "
+                        "direction), 1 us latency an assumption",
 }
 
 # Other constants of the cost and memory rules: (module under poptorch.runtime.machine,

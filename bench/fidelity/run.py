@@ -21,9 +21,11 @@ other configurations), as does a machine constant without a source.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import datetime
 import json
+import multiprocessing
 import subprocess
 import sys
 import time
@@ -117,8 +119,17 @@ def write(section: str, text: str) -> None:
     FIDELITY.write_text(f"{head}{begin}\n{text}\n{end}{tail}")
 
 
+def _measure_one(key: str, layers: int | None) -> dict:
+    """One configuration's figures, measured in the process that runs this."""
+    (config,) = common.load([key])
+    return dataclasses.asdict(common.measure(config, layers))
+
+
 def measure_all(configs: list[common.Config], quick: bool) -> dict:
-    """Compile each configuration; what each gave (its figures or its error), by name."""
+    """Compile each configuration; what each gave (its figures or its error), by name.
+
+    Each compiles in a fresh process: the BERT-Large compiles leave gigabytes in torch's
+    and MLIR's caches, and five in one process ran the development VM out of memory."""
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip() or "unknown"
     results: dict = {}
@@ -127,7 +138,9 @@ def measure_all(configs: list[common.Config], quick: bool) -> dict:
         layers = config.quick_layers if quick else None
         print(f"== {config.key}{f' (layers={layers})' if layers else ''}", flush=True)
         try:
-            results[config.key] = dataclasses.asdict(common.measure(config, layers))
+            with concurrent.futures.ProcessPoolExecutor(
+                    1, mp_context=multiprocessing.get_context("spawn")) as pool:
+                results[config.key] = pool.submit(_measure_one, config.key, layers).result()
         except Exception as error:  # noqa: BLE001 - any failure but out of memory fails
             traceback.print_exc()
             text = str(error).strip()

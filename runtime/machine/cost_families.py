@@ -18,7 +18,8 @@ to its op's particulars with `functools.partial`).
   (M x K) by (K x N), planned with K split in d parts (d = 1, 2, 4, ... <= K). The B*M*N
   outputs spread over t = min(spread(B*M*N, b), T // d) tiles, A = ceil(B*M*N / t)
   each: g = ceil(A / (M*N)) whole products when A >= M*N, else an mb x nb block with
-  nb = min(N, ceil(A / mb)), mb square (min(M, ceil(sqrt(A)))) or 2^j within 16x of
+  nb = min(N, ceil(A / mb)), mb square (min(M, max(ceil(sqrt(A)), ceil(A / N))): all
+  of N and the rows A needs when N is narrower than the square) or 2^j within 16x of
   it (`amp_plans`: poplin's planner weighs the shapes); each of the d tiles of a block
   takes k = ceil(K / d) of K. compute = ceil(g*mb*nb*k / AMP MACs a cycle), the MACs
   of the operands' type and partials (`amp_rate`: fp16 with fp32 partials at
@@ -48,7 +49,12 @@ to its op's particulars with `functools.partial`).
   temporary bytes, more cycles.
 - Reductions: stage 1 reduces each tile's share; when an output's inputs span several
   tiles, stage 2 exchanges fp32 partials to the output's tile and reduces them (a second
-  sync). Data movement (permute, slice, concat, pad, ...) copies and receives its result
+  sync). A fan-in of 2 sqrt(tilesPerIPU) partials or more (a batch norm's statistics:
+  64 channels from every tile) first goes through an intermediate stage spread over the
+  IPU, each tile summing groups of ceil(sqrt(span)) partials (a third sync), as PopLibs
+  does (graphcore/poplibs lib/popops/reduction/ReductionPlan.cpp, calculateNextStep:
+  straight to the output only when "the fan-in is low enough", < 2 sqrt(tiles)).
+  Data movement (permute, slice, concat, pad, ...) copies and receives its result
   share. Elementwise operands with fewer elements than the result (broadcasts) are
   received; operands laid out like the result cost no exchange.
 - Optimizer updates: passes of elementwise ops over the weights (`optimizer`'s `passes`).
@@ -117,11 +123,14 @@ def conv_weight_grad_dims(p: Plan) -> Dims:
 def _blocks(area: int, rows: int, cols: int,
             block_rows: int | None = None) -> tuple[int, int, int]:
     """(g, mb, nb): whole products, or one mb x nb block (mb = `block_rows`, square by
-    default), making up `area` outputs."""
+    default), making up `area` outputs. A square block wider than the product (cols <
+    sqrt(area), as the 64 output channels of a convolution over many positions) takes
+    all the columns and as many rows as `area` needs: the block holds all of the tile's
+    outputs, never fewer."""
     if area >= rows * cols:
         return math.ceil(area / (rows * cols)), rows, cols
     if block_rows is None:
-        block_rows = min(rows, math.ceil(math.sqrt(area)))
+        block_rows = min(rows, max(math.ceil(math.sqrt(area)), math.ceil(area / cols)))
     return 1, block_rows, min(cols, math.ceil(area / block_rows))
 
 
@@ -269,9 +278,18 @@ def reduce(p: Plan) -> OpCost:
     stage1 = vector_cycles(share, rate, p.machine)
     if span <= 1:
         return p.step(stage1)
+    compute, received, steps = stage1, 0, 2
+    if span >= 2 * math.sqrt(p.machine.tilesPerIPU):
+        # fan-in too wide for the result's tiles (ReductionPlan.cpp calculateNextStep):
+        # an intermediate stage over the IPU sums groups of ceil(sqrt(span)) partials
+        group = math.ceil(math.sqrt(span))
+        pieces = outputs * math.ceil(span / group)
+        inner = math.ceil(pieces / min(p.available, pieces)) * group
+        compute += vector_cycles(inner, rate, p.machine)
+        received, steps, span = inner * 4, 3, math.ceil(span / group)
     partials = p.per_tile * span  # fp32 partials a result tile receives and reduces
-    return p.step(stage1 + vector_cycles(partials, rate, p.machine), partials * 4, 2,
-                  outputs * span * 4)
+    return p.step(compute + vector_cycles(partials, rate, p.machine),
+                  received + partials * 4, steps, outputs * span * 4)
 
 
 def elementwise(p: Plan) -> OpCost:
