@@ -12,7 +12,11 @@ A `MemoryRule` says what the op's results are and whether it runs code:
   `broadcast`, `slice`, `poplar::concat`; graphcore/poptorch,
   poptorch_compiler/lower_to_poplar/ops/Reshapes.cpp and TensorOps.cpp): its result
   allocates nothing and keeps its operands' buffers alive; no code.
-- `CONSTANT`: its result is a weight (in the binary, always live); no code.
+- `CONSTANT`: its result is a weight (in the binary, always live); no code. A splat
+  constant (every element the same: the zeros torch's backward starts a sum from) is
+  one value, not a dense tensor: Poplar makes it with `graph.addConstant` of a single
+  value; we count that element once on each tile the tensor would spread over
+  (`constant_bytes`).
 
 `MEMORY_EXEMPT` names the op classes the estimate deliberately leaves out, with the
 reason (none today): their results take no buffer and they run no code. Ops of other
@@ -147,6 +151,22 @@ def memory_rule(op: ir.Operation) -> MemoryRule | None:
 VERTEX_FIELD_BYTES = 8
 CONTROL_BYTES_PER_OP = 64
 CODELET_BYTES = 1024
+
+
+def is_splat(op: ir.Operation) -> bool:
+    """An `ipu.constant` whose elements are all the same value."""
+    value = op.attributes["value"]
+    return isinstance(value, ir.DenseElementsAttr) and value.is_splat
+
+
+def constant_bytes(op: ir.Operation, tiles: int) -> int:
+    """Bytes of an `ipu.constant`: its whole tensor, or for a splat one element on each
+    tile the tensor spreads over (module docstring)."""
+    result = op.results[0]
+    if is_splat(op):
+        element = value_bytes(result) // max(1, math.prod(ir.ShapedType(result.type).shape))
+        return element * tiles_of(value_bytes(result), tiles)
+    return value_bytes(result)
 
 
 def tiles_of(nbytes: int, tiles: int) -> int:
