@@ -180,17 +180,36 @@ def on_tile(nbytes: int, tiles: int) -> int:
     return math.ceil(nbytes / tiles_of(nbytes, tiles))
 
 
+def outline_signature(op: ir.Operation) -> tuple:
+    """What makes two ops the same compute set once outlined: the op, its operand and
+    result types, its attributes other than placement (`ipu.*`: the block, stage, IPU,
+    recomputation marks)."""
+    named = (op.attributes[i] for i in range(len(op.attributes)))
+    attributes = tuple(sorted((a.name, str(a.attr)) for a in named
+                              if not a.name.startswith("ipu.")))
+    return (op.name, tuple(str(v.type) for v in (*op.operands, *op.results)), attributes)
+
+
 def code_bytes(ops: Sequence[ir.Operation], tiles: int) -> tuple[int, int]:
-    """(bytes on the IPU, bytes on tile 0) of vertex code and state for `ops`: per op
-    whose rule runs code, per tile its largest tensor spreads over, one vertex field per
-    operand and result and the control code; per distinct op, its codelet on the tiles it
-    runs on (constants above)."""
+    """(bytes on the IPU, bytes on tile 0) of vertex code and state for `ops`: per
+    distinct op (`outline_signature`: PopART outlines repeated identical parts of the
+    graph into one subgraph called where each was, graphcore/popart SessionOptions
+    `enableOutlining`, on by default, so BERT's identical layers share their compute
+    sets, vertex state and control code; so do a forward op and its recomputation)
+    whose rule runs code, per tile its largest tensor spreads over, one vertex field
+    per operand and result and the control code; per distinct op name, its codelet on
+    the tiles it runs on (constants above)."""
     total = first = 0
     codelets: dict[str, int] = {}
+    outlined: set[tuple] = set()
     for op in ops:
         rule = memory_rule(op)
         if rule is None or not rule.code:
             continue
+        signature = outline_signature(op)
+        if signature in outlined:
+            continue
+        outlined.add(signature)
         values = [*op.operands, *op.results]
         spread_over = tiles_of(max((value_bytes(v) for v in values), default=0), tiles)
         per_tile = VERTEX_FIELD_BYTES * len(values) + CONTROL_BYTES_PER_OP
