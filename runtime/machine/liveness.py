@@ -11,7 +11,8 @@ as MLIR's printer names them, counted rather than printed (`local_names`).
 
 A gradient added into its accumulator (`accumulated`) that is a scatter-add into a
 splat constant (`ipu.index_put {accumulate}` of zeros: an embedding's or a gather's
-weight gradient), seen through casts and views, takes no buffer of its own: PopART
+weight gradient), seen through casts, views and the addition of another stage's
+partial (tied weights: tasks.py), takes no buffer of its own: PopART
 replaces a gather's gradient followed by its accumulation with `SparseAccumulateOp`,
 a `popops::multiUpdateAdd` of the gathered rows straight into the accumulator
 (graphcore/popart, willow/include/popart/op/accumulate.hpp and
@@ -160,6 +161,12 @@ def sparse_accumulation(value: ir.Value) -> list[ir.Value]:
             splat = (source is not None and memory_rule(source).results == "weights"
                      and is_splat(source))
             return chain if splat and ir.BoolAttr(op.attributes["accumulate"]).value else []
+        if op.name == "ipu.add" and sum(isinstance(v, ir.BlockArgument)
+                                        for v in op.operands) == 1:
+            # plus another stage's partial, itself added into the accumulator where it
+            # was made (tasks.py): each part goes into the accumulator on its own
+            value = next(v for v in op.operands if not isinstance(v, ir.BlockArgument))
+            continue
         if (kind is not CastOp and memory_rule(op) is not VIEW) or len(op.operands) != 1:
             return []
         value = op.operands[0]
