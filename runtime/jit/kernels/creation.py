@@ -48,7 +48,7 @@ def _draws(shape, modifier):
 
 
 @kernel(RandomUniformOp, static=lambda op: _draw_static(op, ("low", "high")), fresh=True)
-def random_uniform(low, high, shape, dtype, modifier):
+def random_uniform(low, high, shape, dtype, modifier=None):
     """Uniform samples in [low, high): drawn in float64, and kept below `high` where the
     narrowing to `dtype` rounds up to it (torch.rand never gives 1)."""
     generator, shape = _draws(shape, modifier)
@@ -60,7 +60,7 @@ def random_uniform(low, high, shape, dtype, modifier):
 
 
 @kernel(RandomNormalOp, static=lambda op: _draw_static(op, ("mean", "std")), fresh=True)
-def random_normal(mean, std, shape, dtype, modifier):
+def random_normal(mean, std, shape, dtype, modifier=None):
     """Normal samples: standard ones drawn in float64, scaled and shifted."""
     generator, shape = _draws(shape, modifier)
     return (generator.standard_normal(shape) * std + mean).astype(dtype)
