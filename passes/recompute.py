@@ -9,6 +9,11 @@ and to checkpoints (`ipu.nop` tagged `ipu.checkpoint`, which are kept). The clon
 tagged `ipu.backward` and `ipu.recomputed`, so ipu-outline-stages puts them in the
 backward stage, whose stash shrinks to the stage inputs and checkpoints.
 
+Random draws (`ipu.random_uniform`, `ipu.random_normal`: dropout's mask) are recomputed
+too, as PopART recomputes dropout: the draw and its clone get the same seed modifier
+(`ipu.seed_modifier`, unique in the function), from which the JIT draws the same numbers
+(`runtime/jit/random.py`), so a layer's stash is its checkpoint, not its masks.
+
 The last forward stage is fused with the first backward one and stashes nothing, so its
 ops are left alone. Runs after ipu-assign-stages, before ipu-outline-stages.
 """
@@ -17,10 +22,15 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from poptorch.dialects import op_class
+from poptorch.dialects.creation import RandomNormalOp, RandomUniformOp
 from poptorch.dialects.placement import functions, placement, producer
 
 from .registry import Pass, register
 from .stages import backward_ops
+
+RANDOM_OPS = (RandomUniformOp, RandomNormalOp)
+SEED_MODIFIER = "ipu.seed_modifier"
 
 
 @register
@@ -39,6 +49,9 @@ class Recompute(Pass):
                 continue
             last = max(placement(op)[0] for op in forward)
             forward_set = set(forward)
+            self._modifiers = 1 + max((ir.IntegerAttr(op.attributes[SEED_MODIFIER]).value
+                                       for op in ops if SEED_MODIFIER in op.attributes),
+                                      default=-1)
             clones_of: dict[tuple[int, int], dict] = {}  # one recomputation per stage
             for op in ops:
                 where = placement(op)
@@ -56,9 +69,15 @@ class Recompute(Pass):
         if value in clones:
             return clones[value]
         source = producer(value)
+        random = source is not None and op_class(source) in RANDOM_OPS
         if (source is None or source not in forward_set or placement(source) != where
-                or "ipu.checkpoint" in source.attributes or not source.operands):
+                or "ipu.checkpoint" in source.attributes
+                or not (source.operands or random)):
             return value
+        if random and SEED_MODIFIER not in source.attributes:
+            source.attributes[SEED_MODIFIER] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), self._modifiers)
+            self._modifiers += 1
         operands = [self._recompute(v, where, forward_set, before, clones)
                     for v in source.operands]
         with ir.InsertionPoint(before):

@@ -242,9 +242,16 @@ class OptimizerSpec:
             return [*keys, step]
         return [("exp_avg", first), ("exp_avg_sq", second), step]
 
-    def state_slots(self, group: int) -> int:
-        """State tensors of a weight's shape per parameter of `group` (the step aside)."""
-        return sum(key != "step" for key, _ in self._state_keys(group))
+    def state_slots(self, group: int, weight_itemsize: int = 4) -> float:
+        """The state of a parameter of `group` (the step aside) in units of the weight's
+        own bytes: one per state tensor kept in the weight's dtype; a state tensor of
+        another dtype counts its share (LAMB's or Adam's fp32 moments of an fp16
+        weight: 2 each; PopART keeps them in the types given, graphcore/popart
+        `Adam(..., accumType, accl1Type, accl2Type)`). `weight_itemsize`: the weight's
+        bytes per element."""
+        size = weight_itemsize
+        return sum((size if dtype is None else dtype.itemsize) / size
+                   for key, dtype in self._state_keys(group) if key != "step")
 
     def _params(self) -> list[Param]:
         if self.params is None:

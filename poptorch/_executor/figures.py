@@ -100,7 +100,7 @@ def _location(settings: Any) -> Location:
 
 
 def memory_of(module: ir.Module, machine: Machine, captured: Any, options: Options,
-              training: bool, optimizer_slots: Mapping[str, int],
+              training: bool, optimizer_slots: Mapping[str, float],
               stash_bytes: Mapping[int, int], cost: Callable[..., OpCost] = op_cost
               ) -> MemoryEstimate:
     """The per-IPU memory estimate of the compiled @main (`cost`: `op_cost` or a memo)."""
@@ -138,7 +138,7 @@ def optimizer_cycles(function: ir.Operation, names: Sequence[str],
 def epilogue_of(module: ir.Module, captured: Any, memory: MemoryEstimate, machine: Machine,
                 replicas: int, update: Mapping[str | None, int],
                 locations: Locations | None = None,
-                optimizer_slots: Mapping[str, int] | None = None
+                optimizer_slots: Mapping[str, float] | None = None
                 ) -> list[tuple[str, str, int, int]]:
     """The work ending each training step, per IPU, in order: the gradients' all-reduce
     (or reduce-scatter under RTS), Streaming Memory loads, the update, stores, the
@@ -166,7 +166,7 @@ def epilogue_of(module: ir.Module, captured: Any, memory: MemoryEstimate, machin
         remote = []
         slots = (optimizer_slots or {}).get(name, 0)
         if slots and locations.optimizer.off_chip(elements):
-            remote.append((f"{name} (optimizer state x{slots})", share * slots))
+            remote.append((f"{name} (optimizer state x{slots:g})", math.ceil(share * slots)))
         if locations.weights.off_chip(elements):
             remote.append((name, share))
         loads += [("remote_load", what, updater, machine.streaming_cycles(nbytes))
@@ -233,7 +233,7 @@ class MachineFigures:
         self.report: weakref.finalize | None = None  # rewrites the profile report at the end
 
     def estimate(self, compiled: Compiled, options: Options, training: bool,
-                 optimizer_slots: Mapping[str, int]) -> None:
+                 optimizer_slots: Mapping[str, float]) -> None:
         """Estimate memory per IPU (`compiled.memory`) and a first timeline
         (`compiled.timeline`) on the machine model; refuse a model that does not fit."""
         self.last_run = None

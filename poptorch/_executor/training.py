@@ -223,10 +223,13 @@ class TrainingExecutor(PoplarExecutor):
                             "model again (poptorch.trainingModel) with the new optimizer",
                             type="optimizer")
 
-    def _optimizer_slots(self) -> dict[str, int]:
+    def _optimizer_slots(self) -> dict[str, float]:
+        """Each trained weight's optimizer state in units of its own bytes."""
         spec, groups = describe(self._optimizer), self._param_groups()
-        return {name: spec.state_slots(groups.get(id(self._model.get_parameter(name)), 0))
-                for name in self._compiled.captured.trainable}
+        params = {name: self._model.get_parameter(name)
+                  for name in self._compiled.captured.trainable}
+        return {name: spec.state_slots(groups.get(id(p), 0), p.element_size())
+                for name, p in params.items()}
 
     def _step_end(self) -> list[tuple[str, str, int, int]]:
         compiled = self._compiled

@@ -14,17 +14,30 @@ from collections.abc import Iterator
 import numpy as np
 
 _state = threading.local()
+_SEED_BITS = 63
 
 
 @contextlib.contextmanager
 def device_random(generator: np.random.Generator, replicas: int) -> Iterator[None]:
     """Make `generator` the one random kernels use in this block, for `replicas`."""
     previous = getattr(_state, "current", None)
+    previous_seed = getattr(_state, "run_seed", None)
     _state.current = (generator, replicas)
+    _state.run_seed = None
     try:
         yield
     finally:
         _state.current = previous
+        _state.run_seed = previous_seed
+
+
+def replayable(modifier: int) -> np.random.Generator:
+    """A generator giving the same draws to every op of seed modifier `modifier` within
+    this installation (a forward draw and its recomputation)."""
+    generator, _ = current()
+    if getattr(_state, "run_seed", None) is None:
+        _state.run_seed = int(generator.integers(2 ** _SEED_BITS))
+    return np.random.default_rng([_state.run_seed, modifier])
 
 
 def current() -> tuple[np.random.Generator, int]:

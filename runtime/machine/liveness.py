@@ -8,6 +8,15 @@ is "activations", "recomputation" for the results of ops ipu-recompute cloned in
 backward stage (`ipu.recomputed`: alive only during that backward), or the class the
 caller gives a returned value (a gradient @main returns: "gradients"). Values are named
 as MLIR's printer names them, counted rather than printed (`local_names`).
+
+A gradient added into its accumulator (`accumulated`) that is a scatter-add into a
+splat constant (`ipu.index_put {accumulate}` of zeros: an embedding's or a gather's
+weight gradient), seen through casts, views and the addition of another stage's
+partial (tied weights: tasks.py), takes no buffer of its own: PopART
+replaces a gather's gradient followed by its accumulation with `SparseAccumulateOp`,
+a `popops::multiUpdateAdd` of the gathered rows straight into the accumulator
+(graphcore/popart, willow/include/popart/op/accumulate.hpp and
+willow/src/popx/op/accumulatex.cpp), so neither the dense zeros nor the dense sum exist.
 """
 
 from __future__ import annotations
@@ -17,8 +26,11 @@ from dataclasses import dataclass, field
 
 from torch_mlir import ir
 
+from poptorch.dialects import op_class
+from poptorch.dialects.elementwise import CastOp
+from poptorch.dialects.indexing import IndexPutOp
 from poptorch.dialects.placement import symbol
-from poptorch.runtime.machine.op_memory import memory_rule
+from poptorch.runtime.machine.op_memory import VIEW, constant_bytes, is_splat, memory_rule
 from poptorch.runtime.machine.system import value_bytes
 
 
@@ -134,16 +146,46 @@ def local_names(func: ir.Operation) -> dict[ir.Value, str]:
     return names
 
 
+def sparse_accumulation(value: ir.Value) -> list[ir.Value]:
+    """The values of a gradient PopART accumulates sparsely (module docstring): `value`
+    and what makes it back to the `ipu.index_put {accumulate}` into a splat constant,
+    through casts and views; [] when it is not one."""
+    chain = []
+    while isinstance(value, ir.OpResult):
+        op = value.owner.operation
+        chain.append(value)
+        kind = op_class(op)
+        if kind is IndexPutOp:
+            target = op.operands[0]
+            source = target.owner.operation if isinstance(target, ir.OpResult) else None
+            splat = (source is not None and memory_rule(source).results == "weights"
+                     and is_splat(source))
+            return chain if splat and ir.BoolAttr(op.attributes["accumulate"]).value else []
+        if op.name == "ipu.add" and sum(isinstance(v, ir.BlockArgument)
+                                        for v in op.operands) == 1:
+            # plus another stage's partial, itself added into the accumulator where it
+            # was made (tasks.py): each part goes into the accumulator on its own
+            value = next(v for v in op.operands if not isinstance(v, ir.BlockArgument))
+            continue
+        if (kind is not CastOp and memory_rule(op) is not VIEW) or len(op.operands) != 1:
+            return []
+        value = op.operands[0]
+    return []
+
+
 def liveness(func: ir.Operation, received: Mapping[int, str] | None = None,
              excluded: set[int] | frozenset[int] = frozenset(),
-             returned: Mapping[int, str] | None = None) -> Peak:
+             returned: Mapping[int, str] | None = None, tiles: int = 1,
+             accumulated: set[int] | frozenset[int] = frozenset()) -> Peak:
     """Live bytes of `func`'s intermediate values at each op, and their peak (module
     docstring). Arguments in `received` (index -> where from) are live from the start;
     other arguments (weights, inputs, stash) are not counted, nor values returned at a
     position in `excluded` (buffer updates, gradients counted elsewhere); values returned
     at a position in `returned` take its class ("gradients") and live to the return.
     Results of ops whose rule makes them weights (`ipu.constant`) come back as
-    constants."""
+    constants (a splat one as one element on each of up to `tiles` tiles). Values
+    returned at a position in `accumulated` are gradients added into an accumulator:
+    the sparse ones take no buffer (module docstring)."""
     received, returned = received or {}, returned or {}
     name = symbol(func)
     buffers: list[_Buffer] = []
@@ -160,6 +202,9 @@ def liveness(func: ir.Operation, received: Mapping[int, str] | None = None,
                 buffers[b].last = i
         if op.name == "func.return":
             dropped = set().union(*(alias.get(op.operands[k], set()) for k in excluded))
+            for k in accumulated:
+                for value in sparse_accumulation(op.operands[k]):
+                    dropped |= alias.get(value, set())
             for k, cls in returned.items():
                 for b in alias.get(op.operands[k], set()):
                     buffers[b].cls = cls
@@ -169,7 +214,7 @@ def liveness(func: ir.Operation, received: Mapping[int, str] | None = None,
         if results == "weights":
             for result in op.results:
                 alias[result] = set()
-                peak.constants.append((value_bytes(result), result, "constant"))
+                peak.constants.append((constant_bytes(op, tiles), result, "constant"))
         elif results == "views":
             sources = set().union(*(alias.get(v, set()) for v in op.operands))
             alias.update((result, sources) for result in op.results)

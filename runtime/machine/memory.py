@@ -23,8 +23,9 @@ on IPU 0, and counts bytes per IPU by tensor class:
   checkpoints (the timeline's figure).
 - stash: activations kept between a forward stage and its backward stage, as the
   timeline measured them (`Timeline.stash_bytes`).
-- optimizer: `optimizer_slots` state tensors of each trainable weight's bytes, on the
-  IPU updating it: the one computing the gradient @main returns for it.
+- optimizer: `optimizer_slots` times each trainable weight's bytes (its state in units
+  of the weight's size: fp32 moments of an fp16 weight count 2 each), on the IPU
+  updating it: the one computing the gradient @main returns for it.
 - gradients: without gradient accumulation, the gradients @main returns (`results`
   kinds "grad"), alive from the op computing them to the end of the step (the optimizer
   runs after the program; a later stage on the same IPU still holds them); with it, one
@@ -270,9 +271,10 @@ class _Estimator:
              received: dict[int, str], kinds: dict[int, tuple[str, str]]) -> None:
         positions = function_ops(func)
         ops = [op for op in positions if op.name not in ("func.return", "func.call")]
-        returned = {} if self.accumulate else {
-            k: "gradients" for k, (kind, _) in kinds.items() if kind == "grad"}
-        peak = liveness(func, received, self.excluded(kinds), returned)
+        grads = {k for k, (kind, _) in kinds.items() if kind == "grad"}
+        returned = {} if self.accumulate else dict.fromkeys(grads, "gradients")
+        peak = liveness(func, received, self.excluded(kinds), returned, self.tiles,
+                        grads if self.accumulate else frozenset())
         carried = sum(u.peak.curve.get("gradients", [0])[-1] for u in self.units
                       if u.ipu == ipu and u.phase == phase and u.positions)
         self.units.append(_Unit(ipu, phase, ops, peak, positions, carried))
@@ -298,8 +300,9 @@ class _Estimator:
                     continue
                 if info.trainable and info.optimizer_slots:
                     self.stored(ipu, phase, streamed, "optimizer",
-                                f"{info.name} (optimizer state x{info.optimizer_slots})",
-                                size * info.optimizer_slots, n, loc.optimizer, gather=False)
+                                f"{info.name} (optimizer state x{info.optimizer_slots:g})",
+                                math.ceil(size * info.optimizer_slots), n, loc.optimizer,
+                                gather=False)
                 if info.trainable and self.accumulate:
                     self.stored(ipu, phase, streamed, "gradients", f"{info.name} (accumulator)",
                                 size, n, accumulators, gather=False)

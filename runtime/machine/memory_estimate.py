@@ -26,7 +26,9 @@ class ArgInfo:
     name: str  # "fc1.weight", "0" (an input), ...
     kind: str  # "parameter" | "buffer" | "constant" | "input" | "tangent"
     trainable: bool = False
-    optimizer_slots: int = 0  # state tensors of the weight's shape: SGD 0, momentum 1, Adam 2
+    # the optimizer state in units of the weight's bytes: SGD 0, momentum 1, Adam 2 in
+    # the weight's dtype; Adam's fp32 moments of an fp16 weight 4
+    optimizer_slots: float = 0
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,11 @@ A `MemoryRule` says what the op's results are and whether it runs code:
   `broadcast`, `slice`, `poplar::concat`; graphcore/poptorch,
   poptorch_compiler/lower_to_poplar/ops/Reshapes.cpp and TensorOps.cpp): its result
   allocates nothing and keeps its operands' buffers alive; no code.
-- `CONSTANT`: its result is a weight (in the binary, always live); no code.
+- `CONSTANT`: its result is a weight (in the binary, always live); no code. A splat
+  constant (every element the same: the zeros torch's backward starts a sum from) is
+  one value, not a dense tensor: Poplar makes it with `graph.addConstant` of a single
+  value; we count that element once on each tile the tensor would spread over
+  (`constant_bytes`).
 
 `MEMORY_EXEMPT` names the op classes the estimate deliberately leaves out, with the
 reason (none today): their results take no buffer and they run no code. Ops of other
@@ -149,6 +153,22 @@ CONTROL_BYTES_PER_OP = 64
 CODELET_BYTES = 1024
 
 
+def is_splat(op: ir.Operation) -> bool:
+    """An `ipu.constant` whose elements are all the same value."""
+    value = op.attributes["value"]
+    return isinstance(value, ir.DenseElementsAttr) and value.is_splat
+
+
+def constant_bytes(op: ir.Operation, tiles: int) -> int:
+    """Bytes of an `ipu.constant`: its whole tensor, or for a splat one element on each
+    tile the tensor spreads over (module docstring)."""
+    result = op.results[0]
+    if is_splat(op):
+        element = value_bytes(result) // max(1, math.prod(ir.ShapedType(result.type).shape))
+        return element * tiles_of(value_bytes(result), tiles)
+    return value_bytes(result)
+
+
 def tiles_of(nbytes: int, tiles: int) -> int:
     """Tiles a tensor of `nbytes` spreads over: at least 128 bytes a tile, from tile 0 up
     (poplibs' linear tile mapping, `system.spread`)."""
@@ -160,17 +180,36 @@ def on_tile(nbytes: int, tiles: int) -> int:
     return math.ceil(nbytes / tiles_of(nbytes, tiles))
 
 
+def outline_signature(op: ir.Operation) -> tuple:
+    """What makes two ops the same compute set once outlined: the op, its operand and
+    result types, its attributes other than placement (`ipu.*`: the block, stage, IPU,
+    recomputation marks)."""
+    named = (op.attributes[i] for i in range(len(op.attributes)))
+    attributes = tuple(sorted((a.name, str(a.attr)) for a in named
+                              if not a.name.startswith("ipu.")))
+    return (op.name, tuple(str(v.type) for v in (*op.operands, *op.results)), attributes)
+
+
 def code_bytes(ops: Sequence[ir.Operation], tiles: int) -> tuple[int, int]:
-    """(bytes on the IPU, bytes on tile 0) of vertex code and state for `ops`: per op
-    whose rule runs code, per tile its largest tensor spreads over, one vertex field per
-    operand and result and the control code; per distinct op, its codelet on the tiles it
-    runs on (constants above)."""
+    """(bytes on the IPU, bytes on tile 0) of vertex code and state for `ops`: per
+    distinct op (`outline_signature`: PopART outlines repeated identical parts of the
+    graph into one subgraph called where each was, graphcore/popart SessionOptions
+    `enableOutlining`, on by default, so BERT's identical layers share their compute
+    sets, vertex state and control code; so do a forward op and its recomputation)
+    whose rule runs code, per tile its largest tensor spreads over, one vertex field
+    per operand and result and the control code; per distinct op name, its codelet on
+    the tiles it runs on (constants above)."""
     total = first = 0
     codelets: dict[str, int] = {}
+    outlined: set[tuple] = set()
     for op in ops:
         rule = memory_rule(op)
         if rule is None or not rule.code:
             continue
+        signature = outline_signature(op)
+        if signature in outlined:
+            continue
+        outlined.add(signature)
         values = [*op.operands, *op.results]
         spread_over = tiles_of(max((value_bytes(v) for v in values), default=0), tiles)
         per_tile = VERTEX_FIELD_BYTES * len(values) + CONTROL_BYTES_PER_OP

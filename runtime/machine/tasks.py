@@ -1,6 +1,16 @@
 """What the timeline reads from a module, in plain Python: @main's stage calls,
 transfers and other ops as a graph of `TaskNode`s, the stage functions' costs and the
 task order (`TaskGraph`; the input contract is in the `timeline` module docstring).
+
+A call result read by a later call on the same IPU is stashed (`stash_users`) unless it
+is a partial weight gradient that a backward stage only adds into a gradient @main
+returns, with gradient accumulation (micro-batches > 1): a weight used by two stages
+of one IPU (BERT's tied word embedding, read by the embeddings and the MLM decoder)
+gets a partial gradient from each. PopART adds every gradient into its accumulator as
+soon as it is computed (graphcore/popart, `AccumulateOp` after each gradient,
+willow/src/transforms/autodiff and the optimizer decomposition `SGD1Decompose` /
+`AdamDecompose`), so the first partial is accumulated in its own stage and waits for
+nothing (`_accumulated_partials`).
 """
 
 from __future__ import annotations
@@ -147,6 +157,8 @@ class TaskGraph:
 
     def _read_main(self) -> None:
         index: dict[ir.Operation, int] = {}
+        # call -> argument -> the call's results (as @main's sources) it is added into
+        partials: dict[int, dict[int, set[Source]]] = {}
 
         def source(v: ir.Value) -> Source:
             if isinstance(v, ir.OpResult):
@@ -171,6 +183,11 @@ class TaskGraph:
                              stash_users=[set() for _ in op.results])
                 node.cost = self.function_cost(callee, node.ipu)
                 self.calls.append(node)
+                if self.micro_batches > 1 and "ipu.kind" in op.attributes and ir.StringAttr(
+                        op.attributes["ipu.kind"]).value == "backward":
+                    partials[node.call] = {  # this node's index is len(self.nodes)
+                        k: {(len(self.nodes), j) for j in into}
+                        for k, into in self._accumulated_partials(callee).items()}
             elif (transfer := TRANSFERS.get(op_class(op.operation))) is not None:
                 node = TaskNode(transfer.kind, inputs,
                                 int_attribute(op.operation, transfer.ipu),
@@ -184,11 +201,29 @@ class TaskGraph:
             self.nodes.append(node)
         for call in self.calls:
             call.reads = sorted(set().union(*(self.arguments(s) for s in call.inputs)))
-            for s in call.inputs:
+            for k, s in enumerate(call.inputs):
+                into = partials.get(call.call, {}).get(k)
+                if into and into <= set(self.returns):
+                    continue  # added into its accumulator where it was computed
                 for producer, result in self._direct_producers(s):
                     if producer.ipu == call.ipu:
                         producer.stash_users[result].add(call.call)
                         call.stash_inputs.add((producer.call, result))
+
+    def _accumulated_partials(self, callee: str) -> dict[int, set[int]]:
+        """Argument k -> the results of `callee` it is only added into (by one `ipu.add`
+        whose result the function only returns), for the arguments that are."""
+        block = self.functions[callee].regions[0].blocks[0]
+        found = {}
+        for k, arg in enumerate(block.arguments):
+            uses = list(arg.uses)
+            if len(uses) != 1 or uses[0].owner.name != "ipu.add":
+                continue
+            total = uses[0].owner.results[0]
+            users = [u.owner for u in total.uses]
+            if users and all(u.name == "func.return" for u in users):
+                found[k] = {u.operand_number for u in total.uses}
+        return found
 
     def _direct_producers(self, source: Source) -> list[tuple[TaskNode, int]]:
         """The call results feeding `source` through no copy or Streaming Memory."""

@@ -7,7 +7,7 @@ import numpy as np
 from poptorch.dialects.creation import ConstantOp, IotaOp, RandomNormalOp, RandomUniformOp
 from poptorch.dialects.types import numpy_dtype
 from poptorch.runtime.jit.kernels.registry import kernel
-from poptorch.runtime.jit.random import current
+from poptorch.runtime.jit.random import current, replayable
 
 
 @kernel(ConstantOp)
@@ -30,22 +30,28 @@ def iota(dim, shape, dtype):
 
 def _draw_static(op, names):
     t = op.output.type
+    modifier = (op.attributes["ipu.seed_modifier"].value
+                if "ipu.seed_modifier" in op.attributes else None)
     return {**{name: op.attributes[name].value for name in names},
-            "shape": tuple(t.shape), "dtype": numpy_dtype(t.element_type)}
+            "shape": tuple(t.shape), "dtype": numpy_dtype(t.element_type),
+            "modifier": modifier}
 
 
-def _draws(shape):
-    """The installed generator and the shape of its draws: one set per replica when
-    there are several (a leading replica axis)."""
+def _draws(shape, modifier):
+    """The generator to draw from and the shape of its draws: one set per replica when
+    there are several (a leading replica axis). A draw with a seed modifier (one
+    ipu-recompute repeats) takes the replayable generator of that modifier."""
     generator, replicas = current()
+    if modifier is not None:
+        generator = replayable(modifier)
     return generator, ((replicas,) if replicas > 1 else ()) + shape
 
 
 @kernel(RandomUniformOp, static=lambda op: _draw_static(op, ("low", "high")), fresh=True)
-def random_uniform(low, high, shape, dtype):
+def random_uniform(low, high, shape, dtype, modifier=None):
     """Uniform samples in [low, high): drawn in float64, and kept below `high` where the
     narrowing to `dtype` rounds up to it (torch.rand never gives 1)."""
-    generator, shape = _draws(shape)
+    generator, shape = _draws(shape, modifier)
     values = generator.uniform(low, high, shape).astype(dtype)
     if high > low:
         kind = np.dtype(dtype).type
@@ -54,7 +60,7 @@ def random_uniform(low, high, shape, dtype):
 
 
 @kernel(RandomNormalOp, static=lambda op: _draw_static(op, ("mean", "std")), fresh=True)
-def random_normal(mean, std, shape, dtype):
+def random_normal(mean, std, shape, dtype, modifier=None):
     """Normal samples: standard ones drawn in float64, scaled and shifted."""
-    generator, shape = _draws(shape)
+    generator, shape = _draws(shape, modifier)
     return (generator.standard_normal(shape) * std + mean).astype(dtype)
