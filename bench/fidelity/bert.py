@@ -8,6 +8,9 @@ per encoder layer on the IPUs of `layers_per_ipu` from `encoder_start_ipu`, the
 embeddings and the tied masked-LM head on IPU 0, recomputation in the backward stages,
 LAMB without bias correction, stochastic rounding, fp16 partials.
 
+Each configuration is a `Setup` (the fields of its config json) and the throughput its
+MLPerf log shows (`mlperf_published`).
+
 Left out: the packed attention mask (a block-diagonal mask per pack costs what the
 padding mask costs), one next-sentence head per sequence of a pack (one per pack here),
 the split QKV and the serialised embedding (PopART graph options).
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 from cnn import import_torchvision
+from common import Published
 
 import poptorch
 
@@ -43,6 +47,10 @@ class Setup:
     @property
     def packs_per_call(self) -> int:
         return self.replicas * self.micro_batch * self.accumulation
+
+    @property
+    def sequences_per_call(self) -> int:
+        return self.packs_per_call * SEQUENCES_PER_PACK
 
 
 class Pretraining(torch.nn.Module):
@@ -135,3 +143,19 @@ def build(setup: Setup, layers: int | None = None):
                                     weight_decay=0.01, bias_correction=False,
                                     loss_scaling=64.0)
     return poptorch.trainingModel(wrapped, opts, optimizer), inputs(setup.packs_per_call)
+
+
+def mlperf_published(pod: str, start_ms: int, stop_ms: int, done_before: int,
+                     done_after: int) -> Published:
+    """The throughput of run 0 of Graphcore's MLPerf Training v1.0 BERT log on `pod`
+    ("IPU-POD16"), over one of its blocks (one "epoch" each, `epoch_num` counting
+    training sequences): from block_start at time_ms `start_ms`, with `done_before`
+    sequences done, to block_stop at `stop_ms`, with `done_after` (the evaluation after
+    it excluded). The second block is the one to take: the first has the warm-up in it."""
+    return Published(
+        figure=round((done_after - done_before) / ((stop_ms - start_ms) / 1000), 0),
+        unit="sequences/s",
+        source=f"MLCommons training_results_v1.0, Graphcore/results/{pod.lower()}-POPART-"
+               f"closed/bert/result_0.txt (MLPerf Training v1.0 closed, {pod}, PopART)",
+        measures="the run's second block: sequences (epoch_num) over block_start to "
+                 "block_stop")

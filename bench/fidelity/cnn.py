@@ -4,6 +4,17 @@ bottleneck) with random weights, in half precision, with a classification loss f
 training (the shape PopTorch's trainingModel wants: forward(images, labels) returns
 (logits, loss)).
 
+Training is Graphcore's MLPerf Training v1.0 closed submission (TensorFlow 1), ported
+to PopTorch as its options read (`build_training`): one IPU per replica, fp16 weights
+and activations with fp16 partials ("16.16"), SGD with momentum 0.9 and weight decay
+2.5e-5 (its log's sgd_opt_* keys), stochastic rounding, loss scaling 128. What differs
+between the IPU-POD16 and IPU-POD64 submissions (replicas, micro-batch, gradient
+accumulation: the log's `global_batch_size` and `gradient_accumulation_steps`; the
+learning rate) is a `Training`, and the published throughput comes from the log's epoch
+timestamps (`mlperf_published`).
+Left out (no PopTorch counterpart here): batch-norm statistics shared by pairs of IPUs
+(`model_bn_span` 40), label smoothing (changes no cost), the host's JPEG pipeline.
+
 torchvision comes through test/models/zoo.py's `import_torchvision`, which works around
 the registry serving only a CUDA build (README, "The model zoo").
 """
@@ -11,18 +22,24 @@ the registry serving only a CUDA build (README, "The model zoo").
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from common import Published
+
+import poptorch
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "test" / "models"))
 from zoo import WithLoss, import_torchvision  # noqa: E402
 
-__all__ = ["WithLoss", "images", "import_torchvision", "labels", "resnet50"]
+__all__ = ["Training", "WithLoss", "build_training", "images", "import_torchvision", "labels",
+           "mlperf_published", "resnet50"]
 
 IMAGE = (3, 224, 224)
 CLASSES = 1000
+TRAIN_SAMPLES = 1_281_167  # ImageNet's training set, the log's train_samples
 
 
 def resnet50(training: bool) -> torch.nn.Module:
@@ -40,3 +57,50 @@ def images(count: int) -> torch.Tensor:
 
 def labels(count: int) -> torch.Tensor:
     return torch.randint(0, CLASSES, (count,), generator=torch.Generator().manual_seed(2))
+
+
+@dataclass(frozen=True)
+class Training:
+    """What one MLPerf ResNet-50 submission sets that another does not."""
+
+    replicas: int
+    micro_batch: int
+    accumulation: int
+    learning_rate: float
+
+    @property
+    def samples_per_call(self) -> int:
+        return self.replicas * self.micro_batch * self.accumulation
+
+
+def build_training(setup: Training, layers: int | None = None):
+    """The uncompiled trainingModel of `setup` and its inputs for one call."""
+    if layers is not None:
+        raise ValueError("ResNet-50 compiles in seconds: it has no cut-down `layers`")
+    model = resnet50(training=True)
+    opts = poptorch.Options().replicationFactor(setup.replicas)
+    opts.Training.gradientAccumulation(setup.accumulation)
+    opts.Precision.setPartialsType(torch.half)
+    opts.Precision.enableStochasticRounding(True)
+    optimizer = poptorch.optim.SGD(model.parameters(), lr=setup.learning_rate, momentum=0.9,
+                                   weight_decay=2.5e-5, loss_scaling=128.0)
+    training = poptorch.trainingModel(model, opts, optimizer)
+    count = setup.samples_per_call
+    return training, (images(count), labels(count))
+
+
+def mlperf_published(pod: str, start_ms: int, stop_ms: int, epochs: int = 29) -> Published:
+    """The training throughput of run 0 of Graphcore's MLPerf Training v1.0 ResNet-50 log
+    on `pod` ("IPU-POD16"): `epochs` x train_samples from the time_ms of epoch_start of
+    epoch 1 (`start_ms`) to that of epoch_stop of epoch `epochs` (`stop_ms`). No
+    evaluation falls in between: each epoch_start follows the previous epoch_stop within
+    1 ms."""
+    folder = f"{pod.lower()}-TF1"
+    return Published(
+        figure=round(epochs * TRAIN_SAMPLES / ((stop_ms - start_ms) / 1000), 0),
+        unit="images/s",
+        source=f"MLCommons training_results_v1.0, Graphcore/results/{folder}/resnet/"
+               f"result_0.txt (MLPerf Training v1.0 closed, {pod}, TF1)",
+        measures=f"training throughput over epochs 1-{epochs} of run 0: {epochs} x "
+                 f"train_samples / (epoch_stop {epochs} - epoch_start 1), host data "
+                 "pipeline included")

@@ -18,6 +18,10 @@ A configuration module (bench/fidelity/configs/<name>.py) defines:
   SAMPLES_PER_ROW (samples one row of the inputs holds, e.g. sequences per pack: the
   inputs' leading dimension is then SAMPLES_PER_STEP / SAMPLES_PER_ROW).
 
+The models are built in cnn.py (ResNet-50) and bert.py (BERT-Large), one builder per
+model: a configuration of either is its data (a `cnn.Training` or `bert.Setup`, the
+published figure from `mlperf_published`, NAME, REASON) and a `build` that calls it.
+
 Figures after `compile()`, without running: `getTimeline()` is the timeline of one
 call (PoplarExecutor._compile simulates it, training's optimizer epilogue included);
 a run only copies it to the figures `cycleCount()` and `getLatency()` read

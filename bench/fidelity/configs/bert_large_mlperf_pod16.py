@@ -9,7 +9,6 @@ LAMB (beta1 0.71) with its state off chip and sharded over the replicas.
 from __future__ import annotations
 
 import bert
-from common import Published
 
 NAME = ("BERT-Large pretraining (seq 512, packed), IPU-POD16: 4 IPUs x 4 replicas, "
         "3/7/7/7 layers, GA 192, fp16, LAMB off chip + RTS")
@@ -18,18 +17,11 @@ SETUP = bert.Setup(layers_per_ipu=(3, 7, 7, 7), encoder_start_ipu=0, replicas=4,
                    memory_proportions=(0.20, 0.20, 0.25, 0.25), optimizer_off_chip=True,
                    beta1=0.71)
 SAMPLES_PER_ROW = bert.SEQUENCES_PER_PACK
-SAMPLES_PER_STEP = SETUP.packs_per_call * SAMPLES_PER_ROW
+SAMPLES_PER_STEP = SETUP.sequences_per_call
 QUICK_LAYERS = 4
-# The log's blocks are one "epoch" each, `epoch_num` counting training sequences; the
-# second block (the first has the warm-up in it): block_start at time_ms 1621400036476
-# with 175,523 sequences done, block_stop at 1621400159577 with 350,685 (eval_accuracy
-# after it, evaluation excluded): 175,162 sequences in 123.101 s.
-PUBLISHED = Published(
-    figure=round((350_685 - 175_523) / 123.101, 0), unit="sequences/s",
-    source="MLCommons training_results_v1.0, Graphcore/results/ipu-pod16-POPART-closed/"
-           "bert/result_0.txt (MLPerf Training v1.0 closed, IPU-POD16, PopART)",
-    measures="the run's second block: sequences (epoch_num) over block_start to "
-             "block_stop")
+# 175,162 sequences in 123.101 s
+PUBLISHED = bert.mlperf_published("IPU-POD16", start_ms=1621400036476, stop_ms=1621400159577,
+                                  done_before=175_523, done_after=350_685)
 REASON = ("within the aim. IPU 1's step (bench/fidelity/breakdown.py): matmuls 66% (AMP "
           "39%, their operands' exchange 27%), GELU 10% (its backward lowered as erf, exp "
           "and products; PopLibs runs one NonLinearityGrad codelet), reductions 5%. Not "
