@@ -203,6 +203,11 @@ def BeginBlock(layer_to_call: torch.nn.Module, user_id: str | None = None,  # no
     return layer_to_call
 
 
+def begin_block_of(module: torch.nn.Module) -> tuple[str | None, int | str | None] | None:
+    """The (user_id, ipu_id) of the BeginBlock at `module` itself, or None."""
+    return getattr(module, "_poptorch_block", None)
+
+
 def placeLayers(layers, layers_per_ipu) -> list[str]:  # noqa: N802 - PopTorch's style
     """Pipeline a stack of layers without editing the model (beyond PopTorch, as
     Graphcore's Hugging Face integration's `layers_per_ipu`): the first

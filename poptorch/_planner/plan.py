@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import torch
 
 from poptorch import _logging
-from poptorch._frontend.annotations import BeginBlock
+from poptorch._frontend.annotations import BeginBlock, begin_block_of
 from poptorch._planner import measure, partition, segments
 from poptorch._planner.partition import SegmentFigures, Split
 from poptorch.enums import AutoStage, PipelineSchedule
@@ -155,7 +155,7 @@ def _check_arguments(model, ipus, options, training, optimizer, recompute,
         raise Error(f"plan_pipeline: optimizer must be a torch.optim.Optimizer or None for "
                     f"trainingModel's SGD(lr=0.01), got {type(optimizer).__name__}",
                     type="planner")
-    annotated = [n for n, m in model.named_modules() if hasattr(m, "_poptorch_block")]
+    annotated = [n for n, m in model.named_modules() if begin_block_of(m) is not None]
     if annotated:
         raise Error(f"plan_pipeline: the model already has a BeginBlock at "
                     f"{annotated[0] or 'the model'}; the planner chooses the blocks: remove "
@@ -169,15 +169,15 @@ def _strategy(options: Options) -> tuple[PipelineSchedule, bool]:
     strategy = options.execution_strategy
     if strategy is None:
         strategy = PipelinedExecution(AutoStage.SameAsIpu)
-        return strategy._schedule, strategy._recompute
-    if type(strategy) is not PipelinedExecution or strategy._stages or \
-            strategy._auto != AutoStage.SameAsIpu:
+        return strategy.schedule, strategy.recomputation
+    if type(strategy) is not PipelinedExecution or strategy.stages or \
+            strategy.auto_stage != AutoStage.SameAsIpu:
         raise Error("plan_pipeline: the options set an execution strategy with its own "
                     "stages; the planner chooses the stages of a PipelinedExecution: leave "
                     "setExecutionStrategy out, or set PipelinedExecution("
                     "poptorch.AutoStage.SameAsIpu) for its schedule or recomputation",
                     type="planner")
-    return strategy._schedule, strategy._recompute
+    return strategy.schedule, strategy.recomputation
 
 
 class _Planner:
@@ -226,7 +226,7 @@ class _Planner:
         strategy = PipelinedExecution(AutoStage.SameAsIpu).setSchedule(self.schedule)
         opts.setExecutionStrategy(strategy.useRecomputation(recompute))
         if recompute != self.user_recompute:
-            schedule = ("" if self.schedule == PipelinedExecution()._schedule else
+            schedule = ("" if self.schedule == PipelinedExecution().schedule else
                         f".setSchedule(poptorch.PipelineSchedule.{self.schedule.name})")
             lines.append("opts.setExecutionStrategy(poptorch.PipelinedExecution(poptorch."
                          f"AutoStage.SameAsIpu){schedule}.useRecomputation("

@@ -184,6 +184,29 @@ class PipelinedExecution(_Strategy):
         self._recompute = check_bool("useRecomputation: enabled", enabled)
         return self
 
+    @property
+    def recomputation(self) -> bool:
+        """Whether backward stages recompute forward activations (`useRecomputation`;
+        True by default, as PopTorch sets it)."""
+        return self._recompute
+
+    @property
+    def schedule(self) -> PipelineSchedule:
+        """The pipeline schedule (`setSchedule`; OneForwardOneBackward by default)."""
+        return self._schedule
+
+    @property
+    def stages(self) -> list[Stage]:
+        """The Stages (or block ids, as one-block Stages) given to the constructor, in
+        order: empty when the stages come from the blocks' IPUs (`auto_stage`)."""
+        return list(self._stages)
+
+    @property
+    def auto_stage(self) -> AutoStage:
+        """How blocks without an explicit Stage get their stage id (the constructor's
+        AutoStage; SameAsIpu by default)."""
+        return self._auto
+
     def _recompute_steps(self) -> list[str]:
         return ["ipu-recompute"] if self._recompute else []
 

@@ -93,7 +93,7 @@ def test_plan_on_4_ipus_is_at_least_as_fast_as_the_even_split_and_fits(four_ipus
     # the prediction ((m + p - 1) slots of the slowest stage) is near the simulation
     assert abs(plan.prediction_error) < 0.1
     # pipeline recomputation as PopTorch runs it by default: kept, no options line
-    assert plan.recompute and plan.options.execution_strategy._recompute
+    assert plan.recompute and plan.options.execution_strategy.recomputation
     assert "setExecutionStrategy" not in plan.code()
 
 
@@ -221,6 +221,25 @@ def test_partition_minimises_the_slowest_stage_within_memory():
     assert partition.even_starts(8, 4, prefix=False) == [0, 2, 4, 6]
 
 
+def test_the_planner_reads_the_strategy_through_its_properties():
+    """PipelinedExecution's settings, read-only (the planner plans with them)."""
+    default = poptorch.PipelinedExecution()
+    assert default.schedule == poptorch.PipelineSchedule.OneForwardOneBackward
+    assert default.recomputation and default.stages == []
+    assert default.auto_stage == poptorch.AutoStage.SameAsIpu
+    stages = [poptorch.Stage("a"), poptorch.Stage("b", "c").ipu(1)]
+    strategy = poptorch.PipelinedExecution(*stages).setSchedule(
+        poptorch.PipelineSchedule.FillMainFlush).useRecomputation(False)
+    assert strategy.schedule == poptorch.PipelineSchedule.FillMainFlush
+    assert not strategy.recomputation and strategy.stages == stages
+    strategy.stages.clear()  # a copy: the strategy keeps its stages
+    assert strategy.stages == stages
+    assert poptorch.PipelinedExecution(poptorch.AutoStage.AutoIncrement).auto_stage == \
+        poptorch.AutoStage.AutoIncrement
+    with pytest.raises(AttributeError):
+        strategy.schedule = poptorch.PipelineSchedule.OneForwardOneBackward
+
+
 # ---- errors --------------------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, message", [
     ({"ipus": 0}, "plan_pipeline: ipus must be a number of IPUs from 1 to 64, got 0"),
@@ -293,7 +312,7 @@ def test_recomputation_when_asked_and_nothing_fits_without_it():
     plan = poptorch.plan_pipeline(model, *args, ipus=2, options=opts, recompute="auto",
                                   offchip_optimizer=True, optimizer=adam)
     assert plan.recompute and not plan.offchip_optimizer and plan.fits
-    assert plan.options.execution_strategy._recompute
+    assert plan.options.execution_strategy.recomputation
     assert plan.stages == [["layers.0"], ["layers.1"]]
     assert plan.code() == (
         "model.layers[1] = poptorch.BeginBlock(model.layers[1], ipu_id=1)\n"
