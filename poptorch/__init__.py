@@ -67,6 +67,7 @@ _LAZY = {
     "CPU": "poptorch._ops.host_call",
     "plan_pipeline": "poptorch._planner",
     "PipelinePlan": "poptorch._planner",
+    "OutOfMemoryError": "poptorch.errors",
 }
 
 

@@ -1,4 +1,5 @@
-"""PopTorch's exception types (spec 4.3): Error, RecoverableError, UnrecoverableError."""
+"""PopTorch's exception types (spec 4.3): Error, RecoverableError, UnrecoverableError;
+and OutOfMemoryError, the machine model's out-of-memory refusal with its figures."""
 
 from __future__ import annotations
 
@@ -36,3 +37,29 @@ class RecoverableError(Error):
 
 class UnrecoverableError(Error):
     """A persistent failure: the machine should be taken out of operation (spec 4.3.2)."""
+
+
+class OutOfMemoryError(Error):
+    """The machine model's memory estimate does not fit (beyond PopTorch, whose
+    compile reports PopART's memory_allocation_err as a poptorch.Error: named after
+    torch.OutOfMemoryError). Its data, for code to read rather than parse the message:
+    `ipus`, the IPUs out of memory in order; per such IPU the bytes it `needed`
+    (`getMemoryEstimate()`'s `total`), the bytes `available` on its compute tiles, and
+    the `classes` breakdown of the need at its fullest moment."""
+
+    def __init__(self, message: str, needed: dict[int, int], available: dict[int, int],
+                 classes: dict[int, dict[str, int]], type: str = "out_of_memory",
+                 location: str = "") -> None:
+        if set(needed) != set(available) or set(needed) != set(classes) or not needed:
+            raise ValueError("needed, available and classes must name the same IPUs, "
+                             "at least one")
+        self.ipus = tuple(sorted(needed))
+        self.needed = dict(needed)
+        self.available = dict(available)
+        self.classes = {ipu: dict(c) for ipu, c in classes.items()}
+        super().__init__(message, type, location)
+
+    def __reduce__(self):
+        """Pickle with its data (a compile in another process raises it across)."""
+        return (type(self), (self.message, self.needed, self.available, self.classes,
+                             self.type, self.location))

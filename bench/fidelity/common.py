@@ -29,8 +29,8 @@ a run only copies it to the figures `cycleCount()` and `getLatency()` read
 SAMPLES_PER_STEP / the timeline's total seconds (replicas run side by side: the
 timeline is the first replica's IPUs).
 
-Memory: `compile()` refuses a model that does not fit with a poptorch.Error of type
-"out_of_memory", raised by `MemoryEstimate.check` after the estimate is made. The
+Memory: `compile()` refuses a model that does not fit with a poptorch.OutOfMemoryError,
+raised by `MemoryEstimate.check` after the estimate is made. The
 harness records that error instead of letting it end the compile (`deferred_memory_
 check`), so a refused configuration still gets its simulated figure and its per-IPU
 estimate from `getMemoryEstimate()`; the verdict is the error `compile()` raises.
@@ -119,18 +119,16 @@ def load(names: list[str] | None = None) -> list[Config]:
 
 
 @contextlib.contextmanager
-def deferred_memory_check() -> Iterator[list[poptorch.Error]]:
+def deferred_memory_check() -> Iterator[list[poptorch.OutOfMemoryError]]:
     """Within: `MemoryEstimate.check` records its out-of-memory error in the yielded list
     instead of raising it; any other error still raises."""
     original = MemoryEstimate.check
-    refused: list[poptorch.Error] = []
+    refused: list[poptorch.OutOfMemoryError] = []
 
     def check(estimate: MemoryEstimate) -> None:
         try:
             original(estimate)
-        except poptorch.Error as error:
-            if error.type != "out_of_memory":
-                raise
+        except poptorch.OutOfMemoryError as error:
             refused.append(error)
 
     MemoryEstimate.check = check

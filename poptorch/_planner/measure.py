@@ -8,7 +8,8 @@ machine model whatever its rules: per IPU, the compute cycles of its tasks per
 micro-batch (`Timeline.busy_cycles`), its per-step epilogue (the events of no
 micro-batch: gradient all-reduce, optimizer update, weight copies) and its memory by
 class; for the whole, the cycles of one step. A placement that does not fit is refused
-by the compile as out of memory: `Figures.error` keeps that message.
+by the compile as out of memory: `Figures.error` keeps that poptorch.OutOfMemoryError
+(which IPUs, and their needs).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch
 
 from poptorch._api import inferenceModel, trainingModel
 from poptorch._frontend.annotations import BeginBlock
-from poptorch.errors import Error
+from poptorch.errors import OutOfMemoryError
 from poptorch.options import Options
 
 
@@ -35,7 +36,7 @@ class Figures:
     classes: dict[int, dict[str, int]] = field(default_factory=dict)  # per IPU
     memory: dict[int, int] = field(default_factory=dict)  # bytes per IPU
     available: int = 0  # bytes per IPU
-    error: Error | None = None  # the out-of-memory refusal
+    error: OutOfMemoryError | None = None  # the out-of-memory refusal
 
     @property
     def fits(self) -> bool:
@@ -55,9 +56,7 @@ def compile_placement(model: torch.nn.Module, optimizer: torch.optim.Optimizer |
                else inferenceModel(model_copy, options))
     try:
         wrapped.compile(*args)
-    except Error as error:
-        if error.type != "out_of_memory":
-            raise
+    except OutOfMemoryError as error:
         return Figures(error=error)
     try:
         return _read(wrapped.getTimeline(), wrapped.getMemoryEstimate())

@@ -33,7 +33,6 @@ with stashing, then both.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -67,6 +66,7 @@ class SplitFigures:
     predicted_memory: list[int]
     confirmed: bool
     refusal: str | None = None  # the out-of-memory error of the compile
+    refused_ipus: tuple[int, ...] = ()  # the IPUs that error found out of memory
 
     @property
     def prediction_error(self) -> float | None:
@@ -312,14 +312,12 @@ class _Planner:
                   "predicted_step_cycles": predicted, "predicted_memory": list(split.memory)}
         if not compiled.fits:
             return SplitFigures(step_cycles=predicted, memory=list(split.memory), fits=False,
-                                confirmed=False, refusal=compiled.error.message, **common)
+                                confirmed=False, refusal=compiled.error.message,
+                                refused_ipus=compiled.error.ipus, **common)
         memory = [compiled.memory.get(ipu, 0) for ipu in range(self.ipus)]
         return SplitFigures(step_cycles=compiled.step_cycles, memory=memory,
                             fits=all(b <= compiled.available for b in memory), confirmed=True,
                             **common)
-
-
-_OOM_IPU = re.compile(r"out of memory on IPU (\d+)")
 
 
 def _variants(recompute: bool | str, offchip: bool) -> list[tuple[bool, bool]]:
@@ -411,19 +409,17 @@ def _choose(planner: _Planner, figures: list[SegmentFigures], memory_of,
         chosen = planner.figures_of(opts, figures, split)
         if chosen.fits:
             return chosen, split
-        forbidden |= _refused_groups(chosen.refusal, split, len(figures))
+        forbidden |= _refused_groups(chosen.refused_ipus, split, len(figures))
     return None
 
 
-def _refused_groups(refusal: str, split: Split, n: int) -> set[tuple[int, int, int]]:
+def _refused_groups(ipus: Sequence[int], split: Split, n: int) -> set[tuple[int, int, int]]:
     """The (first, end, stage) groups of a split to exclude after its compile was
-    refused: the out-of-memory IPU's, or (unnamed) every one."""
+    refused: those of the IPUs out of memory (stage j runs on IPU j), or every one when
+    none of them holds a stage."""
     ends = [*split.starts[1:], n]
     groups = [(a, b, j) for j, (a, b) in enumerate(zip(split.starts, ends, strict=True))]
-    match = _OOM_IPU.search(refusal or "")
-    if match and int(match.group(1)) < len(groups):
-        return {groups[int(match.group(1))]}
-    return set(groups)
+    return {groups[ipu] for ipu in ipus if ipu < len(groups)} or set(groups)
 
 
 def _plan(planner: _Planner, chosen: SplitFigures, split: Split,

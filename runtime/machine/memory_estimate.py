@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from poptorch.errors import Error
+from poptorch.errors import OutOfMemoryError
 
 CLASSES = ("weights", "activations", "stash", "optimizer", "gradients", "temporary", "code",
            "io", "recomputation")
@@ -121,7 +121,8 @@ class MemoryEstimate:
         }
 
     def check(self) -> None:
-        """Raise poptorch.Error(type="out_of_memory") if an IPU needs more than it has."""
+        """Raise poptorch.OutOfMemoryError (type "out_of_memory", with each IPU's need,
+        capacity and class breakdown) if an IPU needs more than it has."""
         over = [ipu for ipu, m in sorted(self.ipus.items()) if m.total > m.available]
         if not over:
             return
@@ -132,7 +133,7 @@ class MemoryEstimate:
         others = (f" (IPU{'s' if len(over) > 2 else ''} "
                   f"{', '.join(map(str, over[1:]))} also out of memory)" if len(over) > 1
                   else "")
-        raise Error(
+        raise OutOfMemoryError(
             f"out of memory on IPU {ipu}: the model needs {m.total:,} bytes ({_mib(m.total)}) "
             f"but the IPU has {m.available:,} bytes ({_mib(m.available)}) on its compute "
             f"tiles{others}; by class{when}: {classes}; largest tensors: {tensors}. To fit, split "
@@ -141,7 +142,9 @@ class MemoryEstimate:
             "Options.TensorLocations (TensorLocationSettings().useOnChipStorage(False)), "
             "shard weights and optimizer state over replicas with TensorLocationSettings()"
             ".useReplicatedTensorSharding(True), or use lower precision (model.half())",
-            type="out_of_memory")
+            needed={i: self.ipus[i].total for i in over},
+            available={i: self.ipus[i].available for i in over},
+            classes={i: dict(self.ipus[i].classes) for i in over})
 
 
 def _mib(nbytes: int) -> str:

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 import poptorch
 from poptorch._planner import partition
+from poptorch._planner.plan import _refused_groups
 
 
 class Attention(torch.nn.Module):
@@ -173,7 +174,7 @@ def test_even_split_does_not_fit_and_the_plan_does():
     even = plan.even_split
     assert even.stages == [["layers.0", "layers.1"], ["layers.2", "layers.3"]]
     assert not even.fits and not even.confirmed
-    assert even.refusal.startswith("out of memory on IPU 1")
+    assert even.refusal.startswith("out of memory on IPU 1") and even.refused_ipus == (1,)
     assert plan.fits and plan.confirmed and plan.available == MK1
     assert plan.stages == [["layers.0", "layers.1", "layers.2"], ["layers.3"]]
     assert big <= min(plan.memory) and max(plan.memory) <= MK1
@@ -219,6 +220,15 @@ def test_partition_minimises_the_slowest_stage_within_memory():
     assert partition.smallest_need(segments, 2, memory)[0] == 50
     assert partition.even_starts(8, 3, prefix=True) == [0, 4, 7]
     assert partition.even_starts(8, 4, prefix=False) == [0, 2, 4, 6]
+
+
+def test_a_refused_split_excludes_the_groups_of_the_ipus_out_of_memory():
+    """The compile's OutOfMemoryError names the IPUs (stage j on IPU j): their groups
+    (first segment, end, stage) are excluded; none holding a stage, every group is."""
+    split = partition.Split(starts=(0, 2, 3), stage_cycles=(1, 1, 1), memory=(1, 1, 1))
+    assert _refused_groups((0, 2), split, 5) == {(0, 2, 0), (3, 5, 2)}
+    assert _refused_groups((1,), split, 5) == {(2, 3, 1)}
+    assert _refused_groups((4,), split, 5) == {(0, 2, 0), (2, 3, 1), (3, 5, 2)}
 
 
 def test_the_planner_reads_the_strategy_through_its_properties():
