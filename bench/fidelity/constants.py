@@ -19,6 +19,10 @@ PRESETS = (("GC200 (default)", GC200), ("GC2 (Mk1)", GC2), ("GC200 FP8 (C600)", 
 
 DATASHEET = "Graphcore GC200 / IPU-M2000 datasheet"
 POPLIBS_MODEL = "graphcore/poplibs tools' IPU model defaults (DeviceInfo)"
+PCIE = ("pcie-bench's median 64-byte DMA read of DRAM (cold, random) across PCIe Gen3 x8 on "
+        "a Xeon E5-2630 v4 server, 600 ns (Neugebauer et al., \"Understanding PCIe "
+        "performance for end host networking\", SIGCOMM 2018; github.com/pcie-bench/data, "
+        "lat_dma_details.txt)")
 
 # Machine field -> (unit, source of the GC200 value); the GC2 and C600 values: PRESET_SOURCES
 SOURCES: dict[str, tuple[str, str]] = {
@@ -62,13 +66,17 @@ SOURCES: dict[str, tuple[str, str]] = {
     "ipusPerHostLink": ("IPUs", "IPU-M2000 datasheet: 4 GC200 behind one IPU-Gateway"),
     "hostLinkBandwidth": ("bytes/s", "IPU-POD DA build and test guide: 1x 100 GbE RoCEv2 NIC "
                           "per IPU-M2000, 12.5 GB/s a direction, shared by its 4 IPUs"),
-    "hostLinkLatency": ("s", "ConnectX-5 EN product brief: \"sub-600ns\" latency, one NIC at "
-                        "the host and one in the IPU-M2000 (PCIe hops not counted)"),
+    "hostLinkLatency": ("s", "no Graphcore figure; two legs, PCIe hops included: host to "
+                        "IPU-M2000 over RoCE, ConnectX-5 EN product brief \"sub-600ns\" (one "
+                        "way between two hosts' memories, half a round trip as "
+                        "linux-rdma/perftest reports it), then the IPU-Gateway to the IPU, one "
+                        "PCIe DMA read (system.PCIE_DMA_READ, 0.6 us)"),
     "streamingMemoryBandwidth": ("bytes/s", "no per-IPU figure published: 16 GB/s, a PCIe "
                                  "Gen4 x8 IPU-to-gateway link of the IPU-M2000 block "
                                  "diagram (IPU-M2000 BMC user guide); a bound to refine"),
-    "streamingMemoryLatency": ("s", "no published figure: an assumption of 0.5 us, one DMA "
-                               "round trip over the IPU-to-gateway PCIe link"),
+    "streamingMemoryLatency": ("s", "no Graphcore figure: the IPU's DMA read of the "
+                               "IPU-Gateway's DRAM across their PCIe link, "
+                               "system.PCIE_DMA_READ"),
     "gwLinkBandwidth": ("bytes/s", "Bow-2000 datasheet (same IPU-Gateway as the IPU-M2000): "
                         "2 x 100 Gbps GW-Links, 25 GB/s a direction, shared by 4 IPUs"),
     "ipusPerPod": ("IPUs", "IPU-POD64 datasheet: 16 IPU-M2000s x 4 GC200; IPU-POD128 "
@@ -82,13 +90,15 @@ PRESET_SOURCES = {
                  "PCIe Gen4 x16 31.5 GB/s: Graphcore's C2 announcement (Silverton "
                  "Consulting, 2018); an IPU-Link: 128 Gibit/s a direction, the link of "
                  "poplibs' IPU model (lib/poplibs_test/Util.cpp); 2 IPUs share a card's "
-                 "PCIe link (ipusPerHostLink 2), 1 us latency an assumption",
+                 "PCIe link (ipusPerHostLink 2); host link latency one PCIe DMA read of "
+                 "host memory (system.PCIE_DMA_READ)",
     "GC200 FP8 (C600)": "Graphcore C600 datasheet (docs.graphcore.ai): 1472 cores, 900 MB, "
                         "560 TFLOPS FP8, 280 TFLOPS FP16 (clock 1.486 GHz derived), 4 "
                         "IPU-Links 1 Tbps, PCIe Gen4 x16; fp32 AMP: the GC200's ratio kept "
                         "(no published figure); a link: 1 Tbps / 4 links / 2 directions; one IPU a "
                         "card, remote buffers in host memory behind PCIe Gen4 x16 (32 GB/s a "
-                        "direction), 1 us latency an assumption",
+                        "direction); host link latency one PCIe DMA read of host memory "
+                        "(system.PCIE_DMA_READ)",
 }
 
 # Other constants of the cost and memory rules: (module under poptorch.runtime.machine,
@@ -98,6 +108,8 @@ OTHERS: tuple[tuple[str, str, str, str], ...] = (
      "GC200"),
     ("system", "DEFAULT_AVAILABLE_MEMORY", "", "PopTorch user guide 4.6.9: "
      "setAvailableMemoryProportion default 0.6"),
+    ("system", "PCIE_DMA_READ", "s", PCIE + "; the basis of the PCIe hops no Graphcore "
+     "document times, not a measurement of the IPU or its IPU-Gateway"),
     ("memory_estimate", "MIN_ELEMENTS_OFF_CHIP", "elements", "graphcore/popart "
      "sessionoptions.hpp, TensorLocationSettings default"),
     ("memory_estimate", "MIN_ELEMENTS_RTS", "elements", "graphcore/popart "
