@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import poptorch
+from poptorch._frontend.annotations import begin_block_of
 from poptorch._planner import partition
 from poptorch._planner.plan import _refused_groups
 
@@ -102,7 +103,7 @@ def test_apply_then_compile_gives_the_plans_step(four_ipus):
     model, _, args = bert_style()
     reference = copy.deepcopy(model)
     four_ipus.apply(model)
-    assert [n for n, m in model.named_modules() if hasattr(m, "_poptorch_block")] == \
+    assert [n for n, m in model.named_modules() if begin_block_of(m) is not None] == \
         [s for s in four_ipus.starts if s is not None]
     trainer = poptorch.trainingModel(model, four_ipus.options,
                                      torch.optim.SGD(model.parameters(), lr=0.0))
@@ -187,7 +188,7 @@ def test_even_split_does_not_fit_and_the_plan_does():
         r"even split: step [\d,]+ cycles \(predicted, refused as out of memory\), does not fit\n"
         r"  IPU 0: layers\.0\.\.layers\.1, [\d.]+ of 304\.0 MiB\n"
         r"  IPU 1: layers\.2\.\.layers\.3, [\d.]+ of 304\.0 MiB", plan.report())
-    assert not any(hasattr(m, "_poptorch_block") for m in model.modules())  # left as it was
+    assert not any(begin_block_of(m) for m in model.modules())  # left as it was
 
 
 def test_no_split_fits_names_the_smallest_need():
