@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import threading
 import warnings
 import weakref
@@ -37,7 +36,6 @@ from torch.export.graph_signature import ConstantArgument, InputKind, OutputKind
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils import _pytree as pytree
 from torch_mlir import ir
-from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import (
     TORCH_DTYPE_TO_MLIR_TYPE,
     TORCH_DTYPE_TO_NPY_TYPE,
@@ -50,6 +48,7 @@ from poptorch._frontend import (
     arg_parsers,
     batch_norm,
     ctc_loss,
+    decompose,
     half_parameters,
     model_code,
     static_ops,
@@ -63,7 +62,6 @@ from poptorch._frontend.control_flow import (
     drop_dynamo_marks,
 )
 from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
-from poptorch._frontend.reduction_decompositions import reduction_decompositions
 from poptorch.errors import Error
 
 ANNOTATION_PREFIX = "ipu."
@@ -206,40 +204,6 @@ class Captured:
         return pytree.tree_unflatten(leaves, self.out_spec)
 
 
-def _scalar_to_tensor(op):
-    return lambda x, other: op(x, torch.scalar_tensor(other, dtype=x.dtype))
-
-
-def _scatter_to_indices(dims: int, grad, x, indices):
-    """adaptive_max_pool{2,3}d_backward: each gradient added at its argmax index."""
-    flat = grad.new_zeros(x.shape[:-dims] + (math.prod(x.shape[-dims:]),))
-    return flat.scatter_add(-1, indices.flatten(-dims), grad.flatten(-dims)).view(x.shape)
-
-
-def decompositions() -> dict:
-    """torch-mlir's decomposition table plus ours, for aten ops torch-mlir's torch dialect
-    has no op for (they would import as an opaque `torch.operator`)."""
-    aten = torch.ops.aten
-    table = dict(get_decomposition_table())
-    # addmm / baddbmm stay whole (torch-mlir has ops for them, lowered by
-    # conversion/linear.py): torch's decompositions compute them in float32
-    # (`pw_cast_for_opmath`), so an fp16 nn.Linear would become an fp32 matmul between
-    # casts. PopTorch keeps fp16 in, fp16 out, partials by Precision.setPartialsType.
-    for overload in (aten.addmm.default, aten.baddbmm.default):
-        del table[overload]
-    table[aten.erfc.default] = lambda x: 1 - aten.erf(x)
-    # ipu.sort is always stable, so the stable overload is the plain one.
-    table[aten.sort.stable] = lambda x, *, stable=None, dim=-1, descending=False: \
-        aten.sort.default(x, dim, descending)
-    for dims in (2, 3):  # torch-mlir has no op for these backward ops
-        table[getattr(aten, f"adaptive_max_pool{dims}d_backward").default] = \
-            functools.partial(_scatter_to_indices, dims)
-    for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-        table[getattr(aten, name).Scalar] = _scalar_to_tensor(getattr(aten, name).Tensor)
-    table.update(reduction_decompositions(table))
-    return table
-
-
 _TENSORS_SPEC: dict[int, pytree.TreeSpec] = {}
 
 
@@ -317,7 +281,7 @@ def capture(model: torch.nn.Module, args: tuple, kwargs: dict) -> Captured:
         try:
             program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
             drop_dynamo_marks(program.graph_module)
-            program = program.run_decompositions(decompositions())
+            program = decompose.decompose(program)
         except Exception as err:  # noqa: BLE001 - the model's own, or torch's reason
             model_code.reraise_from_model(err, "the model with torch.export")
     check_static_shapes(program.graph_module.graph, model_code.user_line)

@@ -39,7 +39,7 @@ from torch.fx.experimental.proxy_tensor import _MakefxTracer
 from torch.utils import _pytree as pytree
 
 from poptorch import ops
-from poptorch._frontend import capture, model_code, tied
+from poptorch._frontend import capture, decompose, model_code, tied
 from poptorch._frontend.op_names import check_static_shapes, static_shape_error
 from poptorch.errors import Error
 
@@ -199,7 +199,7 @@ def capture_training(model: torch.nn.Module, args: tuple, kwargs: dict) -> Train
         try:
             joint = aot_export_joint_with_descriptors(
                 stack, wrapper, tuple(args), dict(kwargs),
-                decompositions=capture.decompositions())
+                decompositions=decompose.decompositions())
         except Exception as err:  # noqa: BLE001 - the model's own, or torch's reason
             if isinstance(err, DynamicOutputShapeException):  # (reads: capture_error's words)
                 location = model_code.capture_error(err, "the training graph").location

@@ -1,5 +1,5 @@
 """Decompositions of reduction-family aten ops, added to the capture's table (see
-`capture.decompositions`) because torch-mlir either has no op for them or mishandles them.
+`decompose.decompositions`) because torch-mlir either has no op for them or mishandles them.
 
 - 0-d operands of softmax, log-softmax, their gradients and var/std: torch-mlir's backend
   pipeline loops forever (softmax: a greedy rewrite that never converges while memory

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 import poptorch
-from poptorch._frontend import capture
+from poptorch._frontend import decompose
 
 
 class Regression(nn.Module):
@@ -130,7 +130,7 @@ def test_pooling_2d_with_ties():
 
 
 @pytest.mark.skipif(torch.ops.aten.adaptive_max_pool2d_backward.default
-                    not in capture.decompositions(),
+                    not in decompose.decompositions(),
                     reason="needs the frontend's decomposition of adaptive_max_pool2d_backward "
                            "(torch-mlir has no op for it)")
 def test_adaptive_max_pool():

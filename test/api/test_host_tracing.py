@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 import torch
@@ -87,7 +86,7 @@ def test_training_phases_and_weight_download(tmp_path, monkeypatch):
     assert os.path.exists(os.path.join(tmp_path, "fit", "profile.json"))
 
 
-def test_off_records_nothing_and_costs_nothing(monkeypatch):
+def test_off_records_nothing_and_shares_one_no_op_phase(monkeypatch):
     monkeypatch.delenv("PVTI_OPTIONS", raising=False)
     model = poptorch.inferenceModel(torch.nn.Linear(8, 4))
     model(torch.randn(2, 8))
@@ -96,21 +95,9 @@ def test_off_records_nothing_and_costs_nothing(monkeypatch):
     model(torch.randn(2, 8))
     assert not profiling._recorder.events()
     monkeypatch.delenv("PVTI_OPTIONS")
-    # off, a phase is one shared no-op context behind a flag: the 4 phases of a call of
-    # one iteration (call, input preparation, run, output copy) cost under 2% of the
-    # smallest model's call (about 1% measured on the development VM under load)
+    # off, every phase is one shared no-op context behind a flag (what it costs a call
+    # is measured by `make bench`, not asserted here: timings are no test)
     assert profiling.host_phase("run") is profiling.host_phase("call")
-    x = torch.randn(2, 8)
-    start = time.perf_counter()
-    for _ in range(20):
-        model(x)
-    call = (time.perf_counter() - start) / 20
-    start = time.perf_counter()
-    for _ in range(10_000):
-        with profiling.host_phase("run"):
-            pass
-    phase = (time.perf_counter() - start) / 10_000
-    assert 4 * phase < 0.02 * call, (phase, call)
 
 
 @pytest.mark.parametrize("value, message", [
