@@ -23,7 +23,7 @@ import torch
 import torch.utils.hooks
 from torch.utils import _pytree as pytree
 
-from poptorch._frontend.annotations import forward_hooks
+from poptorch._frontend.annotations import begin_block_of, forward_hooks
 from poptorch.enums import OutputMode
 from poptorch.errors import Error
 
@@ -267,7 +267,7 @@ def module_repr(m: torch.nn.Module) -> str:
     for key, module in m._modules.items():
         text = module_repr(module).replace("\n", "\n  ")
         lines.append(f"({key}): {text}")
-    block = getattr(m, "_poptorch_block", None)  # BeginBlock's (user_id, ipu_id)
+    block = begin_block_of(m)  # BeginBlock's (user_id, ipu_id)
     hooks = f"BeginBlock(user_id={block[0]}, ipu_id={block[1]}) " if block else ""
     text = f"{hooks}{m._get_name()}("
     if lines:
