@@ -62,6 +62,7 @@ from poptorch._frontend.control_flow import (
     body_module_path,
     drop_dynamo_marks,
 )
+from poptorch._frontend.norm_decompositions import norm_decompositions
 from poptorch._frontend.op_names import CALL_KEY, called_as, check_static_shapes
 from poptorch._frontend.reduction_decompositions import reduction_decompositions
 from poptorch.errors import Error
@@ -237,6 +238,7 @@ def decompositions() -> dict:
     for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         table[getattr(aten, name).Scalar] = _scalar_to_tensor(getattr(aten, name).Tensor)
     table.update(reduction_decompositions(table))
+    table.update(norm_decompositions(table))  # half batch norm stays half (popnn)
     return table
 
 

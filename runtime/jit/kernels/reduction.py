@@ -43,7 +43,8 @@ def _reduce_static(op: ir.OpView) -> dict[str, Any]:
     rank = op.input.type.rank
     return {"kind": op.attributes["kind"].value,
             "axes": tuple(d - rank for d in op.attributes["dims"]),
-            "keepdim": op.attributes["keepdim"].value}
+            "keepdim": op.attributes["keepdim"].value,
+            "dtype": numpy_dtype(op.output.type.element_type)}
 
 
 def _identity(kind: str, dtype: np.dtype) -> Any:
@@ -58,7 +59,10 @@ def _identity(kind: str, dtype: np.dtype) -> Any:
 
 
 @kernel(ReduceOp, static=_reduce_static)
-def reduce(x: np.ndarray, kind: str, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
+def reduce(x: np.ndarray, kind: str, axes: tuple[int, ...], keepdim: bool,
+           dtype: np.dtype) -> np.ndarray:
+    """Folds `axes`; the result in the op's result type (float32 from float16 operands
+    for a widening sum, mean or sum of squares)."""
     fold, accumulates = _FOLDS[kind]
     if accumulates:
         out = fold(x, axis=axes, keepdims=keepdim, dtype=_accumulator(x))
@@ -66,7 +70,7 @@ def reduce(x: np.ndarray, kind: str, axes: tuple[int, ...], keepdim: bool) -> np
         out = fold(x, axis=axes, keepdims=keepdim, initial=_identity(kind, x.dtype))
     else:
         out = fold(x, axis=axes, keepdims=keepdim)
-    return np.asarray(out).astype(x.dtype, copy=False)
+    return np.asarray(out).astype(dtype, copy=False)
 
 
 def _arg_static(op: ir.OpView) -> dict[str, Any]:
