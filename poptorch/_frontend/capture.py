@@ -228,6 +228,9 @@ def decompositions() -> dict:
     # casts. PopTorch keeps fp16 in, fp16 out, partials by Precision.setPartialsType.
     for overload in (aten.addmm.default, aten.baddbmm.default):
         del table[overload]
+    # gelu's backward stays one op (conversion/elementwise.py: ipu.gelu_grad, popnn's
+    # NonLinearityGrad), not torch's erf, exp and products
+    table.pop(aten.gelu_backward.default, None)
     table[aten.erfc.default] = lambda x: 1 - aten.erf(x)
     # ipu.sort is always stable, so the stable overload is the plain one.
     table[aten.sort.stable] = lambda x, *, stable=None, dim=-1, descending=False: \
