@@ -46,7 +46,12 @@ input channels reduced for each of the kernel's positions, C_out output channels
   the weights of its channels; a pre-arranged operand (`layout`) less the 1/s it holds,
   s the tiles sharing the slab. The weight update receives the output gradient of its
   reduction share and the input window of those output positions.
-- Conv units: `conv_units` = AMP MACs a cycle x coreCycles / weightsPerConvUnit, so the
+- Rearrangements (ConvModel.cpp addTransformCycleEstimate): the weight update copies
+  its activations, output gradient and result into the layout its vertices read, and a
+  convolution whose input channels are padded copies its input (`_rearrangement`): a
+  copy at min(memcpyBytesPerCycle, element bytes) x getScaleFactorForTransform and an
+  exchange step of the tile's share.
+- Conv units: AMP MACs a cycle x coreCycles / weightsPerConvUnit (`_vertices`), so the
   vertex's inner loop (4 cycles a half output position, 8 a float one) runs at the
   machine's AMP rate (`cost_families.amp_rate`: 16 units hh16, 8 hf8 on the GC200).
 - Not modelled: SLIC and VMAC vertices (grouped convolutions keep `cost_families.amp`),
