@@ -62,6 +62,9 @@ BINARY = {
     "fmod": "lhs - trunc(lhs / rhs) * rhs (sign of lhs)",
     "pow": "lhs ** rhs",
     "atan2": "arc tangent of lhs / rhs in the right quadrant",
+    "gelu_grad": "lhs * gelu'(rhs): the gradient lhs through gelu at rhs (popnn's "
+                 "NonLinearityGrad, GELU_ERF)",
+    "gelu_tanh_grad": "lhs * gelu_tanh'(rhs): the gradient through the tanh approximation",
     "max": "elementwise maximum",
     "min": "elementwise minimum",
     "logical_and": "boolean and",

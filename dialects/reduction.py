@@ -67,6 +67,14 @@ def _is_bool(t: ir.Type) -> bool:
     return str(t) == "i1"
 
 
+def _widens(kind: str, element: ir.Type, result: ir.Type) -> bool:
+    """A sum, mean or sum of squares of 16-bit floats into float32: popops::reduce
+    accumulates and writes its result in the output's type (the partials type of
+    popnn's batch-norm statistics)."""
+    return kind in ARITHMETIC_KINDS and kind != "prod" and isinstance(result, ir.F32Type) \
+        and isinstance(element, ir.FloatType) and element.width == 16
+
+
 def _check_reduce(op: "ReduceOp") -> None:
     """A known kind on fitting element types, increasing dims, the reduced result shape."""
     t_in, out = tensor_type(op.input, "operand"), tensor_type(op.output, "result")
@@ -77,7 +85,7 @@ def _check_reduce(op: "ReduceOp") -> None:
         raise VerifyError(f"dims {dims} must be increasing dimensions of the rank-{t_in.rank} "
                           "operand")
     element = t_in.element_type
-    if out.element_type != element:
+    if out.element_type != element and not _widens(kind, element, out.element_type):
         raise VerifyError(f"element type changes from {element} to {out.element_type}")
     if kind in BOOLEAN_KINDS and not _is_bool(element):
         raise VerifyError(f"reduction \"{kind}\" needs i1 elements, got {element}")

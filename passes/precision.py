@@ -9,7 +9,9 @@ machine model read.
 - `stable-norm=false` (enableStableNorm off, PopTorch's default) rewrites the variance of
   a normalisation, which torch's decomposition computes in two passes
   (sum((x - mean)^2)), into PopLibs' non-stable form: sum(x^2) - sum(x) * mean, one pass
-  over x in the working precision, which loses the variance when the mean is large.
+  over x in the working precision, which loses the variance when the mean is large
+  (half activations with float32 statistics: sum(x^2) is popnn's SQUARE_ADD reduce of
+  the halves into float32).
 - `stochastic-rounding` (Precision.enableStochasticRounding) tags every elementwise op,
   cast, matmul and optimizer step (the weight update) with an f16 result
   `ipu.stochastic_rounding`: the JIT computes it in
@@ -86,6 +88,9 @@ def _variance_parts(reduce: ir.Operation):
     if diff is None:
         return None
     x, mean = diff.operands
+    narrowed = _producer(mean, CastOp)  # a half normalisation's float32 mean, cast
+    if narrowed is not None:
+        mean = narrowed.operands[0]
     div = _producer(mean, BINARY_OPS["div"])
     total = _producer(div.operands[0], ReduceOp) if div is not None else None
     if (total is None or not _sum_reduce(total) or total.operands[0] != x
@@ -145,12 +150,19 @@ class Precision(Pass):
         t = reduce.results[0].type
         annotations = _annotations(reduce)
         with ir.InsertionPoint(reduce), reduce.location:
-            square = BINARY_OPS["mul"](x, x, x.type)
-            squares = ReduceOp(square.result, reduce.attributes["kind"],
-                               reduce.attributes["dims"], reduce.attributes["keepdim"], t)
+            if x.type.element_type != t.element_type:
+                # half x, float32 statistics: popnn's SQUARE_ADD reduce, squares taken
+                # and summed in float32 (no square of x in half)
+                square = ReduceOp(x, ir.StringAttr.get("square_sum"),
+                                  reduce.attributes["dims"], reduce.attributes["keepdim"], t)
+                squares = square
+            else:
+                square = BINARY_OPS["mul"](x, x, x.type)
+                squares = ReduceOp(square.result, reduce.attributes["kind"],
+                                   reduce.attributes["dims"], reduce.attributes["keepdim"], t)
             shift = BINARY_OPS["mul"](total, mean, t)
             plain = BINARY_OPS["sub"](squares.result, shift.result, t)
-        for new in (square, squares, shift, plain):
+        for new in dict.fromkeys((square, squares, shift, plain)):
             for name, attr in annotations.items():
                 new.operation.attributes[name] = attr
         old_square = reduce.operands[0].owner

@@ -177,6 +177,19 @@ def gelu(op: ir.OpView, b: Builder) -> ir.Value:
     return UNARY_OPS["gelu" if approximate == "none" else "gelu_tanh"](x, out).result
 
 
+def gelu_backward(op: ir.OpView, b: Builder) -> ir.Value:
+    """aten.gelu_backward(grad, x, approximate): one ipu.gelu_grad / gelu_tanh_grad, as
+    popnn's NonLinearityGrad (torch's decomposition: erf, exp and products)."""
+    out = b.result_type()
+    approximate = b.scalar(op.operands[2]) if len(op.operands) > 2 else "none"
+    if approximate not in ("none", "tanh"):
+        raise Unsupported(f"gelu approximation '{approximate}'")
+    grad = operand(b, op.operands[0], out.element_type)
+    x = operand(b, op.operands[1], out.element_type)
+    name = "gelu_grad" if approximate == "none" else "gelu_tanh_grad"
+    return BINARY_OPS[name](grad, x, out).result
+
+
 # pow(x, c) for the constant exponents PyTorch's CPU kernel computes with a cheaper op
 # (pow_tensor_scalar_optimized_kernel: x * x, sqrt, rsqrt, 1 / x), as PopART's pow
 # pattern turns pow by 2 into a square: the same values, at the vector rate of the
@@ -277,6 +290,7 @@ def populate_elementwise(patterns: Patterns) -> None:
                  "clamp_max.Tensor", "hardtanh"):
         patterns.lower(f"torch.aten.{name}", clamp)
     patterns.lower("torch.aten.gelu", gelu)
+    patterns.lower("torch.aten.gelu_backward", gelu_backward)
     patterns.lower("torch.aten.leaky_relu", leaky_relu)
     for name in ("to.dtype", "to.dtype_layout", "_to_copy", "type_as"):
         patterns.lower(f"torch.aten.{name}", cast)

@@ -73,10 +73,13 @@ def dims_of(b: Builder, value: ir.Value | None, rank: int) -> list[int]:
     return sorted({d % rank for d in dims}) if dims else list(range(rank))
 
 
-def reduce(x: ir.Value, kind: str, dims: list[int], keepdim: bool) -> ir.Value:
-    """`ipu.reduce` of builtin `x` over `dims` (normalised), typed by the reduced shape."""
+def reduce(x: ir.Value, kind: str, dims: list[int], keepdim: bool,
+           element: ir.Type | None = None) -> ir.Value:
+    """`ipu.reduce` of builtin `x` over `dims` (normalised), typed by the reduced shape
+    and `element` (x's element type by default)."""
     t = x.type
-    out = ir.RankedTensorType.get(reduced_shape(t.shape, dims, keepdim), t.element_type)
+    out = ir.RankedTensorType.get(reduced_shape(t.shape, dims, keepdim),
+                                  element or t.element_type)
     return ReduceOp(x, ir.StringAttr.get(kind), dense_i64(dims),
                     make_bool(keepdim), out).result
 
@@ -97,6 +100,11 @@ def reduction(kind: str, dims_at: int | None, keepdim_at: int | None, op: ir.OpV
     if kind in ("any", "all"):
         i1 = ir.IntegerType.get_signless(1)
         return b.cast(reduce(b.cast(x, i1), kind, dims, keepdim), out.element_type)
+    if kind in ("sum", "mean") and isinstance(out.element_type, ir.F32Type) and \
+            str(x.type.element_type) in ("f16", "bf16"):
+        # a float32 sum of half values (a batch norm's statistics): popops::reduce reads
+        # the halves and accumulates into its float32 result, no cast of the operand
+        return reduce(x, kind, dims, keepdim, out.element_type)
     return reduce(b.cast(x, out.element_type), kind, dims, keepdim)
 
 

@@ -30,6 +30,7 @@ import torch
 from torch.export import exported_program
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
+from poptorch._frontend.norm_decompositions import norm_decompositions
 from poptorch._frontend.reduction_decompositions import reduction_decompositions
 
 
@@ -54,6 +55,9 @@ def decompositions() -> dict:
     # casts. PopTorch keeps fp16 in, fp16 out, partials by Precision.setPartialsType.
     for overload in (aten.addmm.default, aten.baddbmm.default):
         del table[overload]
+    # gelu's backward stays one op (conversion/elementwise.py: ipu.gelu_grad, popnn's
+    # NonLinearityGrad), not torch's erf, exp and products
+    table.pop(aten.gelu_backward.default, None)
     table[aten.erfc.default] = lambda x: 1 - aten.erf(x)
     # ipu.sort is always stable, so the stable overload is the plain one.
     table[aten.sort.stable] = lambda x, *, stable=None, dim=-1, descending=False: \
@@ -64,6 +68,7 @@ def decompositions() -> dict:
     for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
         table[getattr(aten, name).Scalar] = _scalar_to_tensor(getattr(aten, name).Tensor)
     table.update(reduction_decompositions(table))
+    table.update(norm_decompositions(table))  # half batch norm stays half (popnn)
     return table
 
 

@@ -94,9 +94,9 @@ from poptorch.dialects.structure import (
     RemoteStoreOp,
 )
 from poptorch.errors import Error
+from poptorch.runtime.machine import cost_conv, cost_user
 from poptorch.runtime.machine import cost_families as family
 from poptorch.runtime.machine import cost_multiconv as multiconv
-from poptorch.runtime.machine import cost_user
 from poptorch.runtime.machine.cost_ctc import ctc_beam_search_decoder
 from poptorch.runtime.machine.cost_serialized import serialized_matmul
 from poptorch.runtime.machine.plan import OpCost, Plan
@@ -128,8 +128,9 @@ COST_RULES: dict[type, CostRule] = {
     # AMP ops: a batch of (M x K) @ (K x N) products, dims per op
     MatMulOp: functools.partial(family.amp, dims=family.matmul_dims),
     ConvOp: multiconv.conv,  # plain, or grouped by poptorch.MultiConv (cost_multiconv)
-    ConvTransposeOp: functools.partial(family.amp, dims=family.conv_transpose_dims),
-    ConvWeightGradOp: functools.partial(family.amp, dims=family.conv_weight_grad_dims),
+    # the input and weight gradients: poplin's conv vertices, as the forward (cost_conv)
+    ConvTransposeOp: cost_conv.conv,
+    ConvWeightGradOp: cost_conv.conv,
     # factor slices of an AMP op in sequence (cost_serialized)
     SerializedMatMulOp: serialized_matmul,
     # popnn::ctc_infer: a beam search step per time step (cost_ctc)

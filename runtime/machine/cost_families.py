@@ -14,7 +14,8 @@ to its op's particulars with `functools.partial`).
   `c` cycles per loop of `u` elements (`plan.VECTOR_RATES`, one natural 64-bit vector a
   cycle unless listed), and the barrel-threaded tile issues for one worker every W
   cycles: `vector_cycles(e) = ceil(ceil(e / W) / u) * c * W`.
-- AMP ops (matmul, conv, conv_transpose, conv_weight_grad) are a batch of B products of
+- AMP ops (matmul; grouped conv, conv_transpose, conv_weight_grad: ungrouped ones are
+  poplin's conv vertices, `cost_conv`) are a batch of B products of
   (M x K) by (K x N), planned with K split in d parts (d = 1, 2, 4, ... <= K). The B*M*N
   outputs spread over t = min(spread(B*M*N, b), T // d) tiles, A = ceil(B*M*N / t)
   each: g = ceil(A / (M*N)) whole products when A >= M*N, else an mb x nb block with
@@ -150,7 +151,7 @@ def amp_rate(p: Plan) -> int:
     if element.width == 8 and machine.fp8AmpMacsPerCycle:
         return machine.fp8AmpMacsPerCycle
     # fp16, bf16, and fp8 converted to fp16 where the AMP has no fp8 mode
-    return machine.fp16AmpMacsPerCycle if _half_partials(p.op) \
+    return machine.fp16AmpMacsPerCycle if half_partials(p.op) \
         else machine.fp16InFp32OutAmpMacsPerCycle
 
 
@@ -192,13 +193,13 @@ def amp_plan(p: Plan, dims: Dims, depth_split: int, block_rows: int | None = Non
         # fp32 partials, or fp16 ones (Precision.setPartialsType(torch.half), ipu-precision's
         # `ipu.partials_type`): half the bytes (the spec: "reduces on-chip memory use") and
         # twice the elements a vector op adds (dataPathWidth / 16 halves, / 32 floats)
-        width = 16 if _half_partials(p.op) else 32
+        width = 16 if half_partials(p.op) else 32
         compute += vector_cycles(share, (1, p.machine.dataPathWidth // width), p.machine)
         reduction = (share * width // 8, partials * width // 8)
     return p.serialised(compute, received, part, tiles * depth_split, reduction)
 
 
-def _half_partials(op: ir.Operation) -> bool:
+def half_partials(op: ir.Operation) -> bool:
     attrs = op.attributes
     return "ipu.partials_type" in attrs and isinstance(
         ir.TypeAttr(attrs["ipu.partials_type"]).value, ir.F16Type)

@@ -12,12 +12,12 @@ plans them (graphcore/poplibs, lib/poplin/ConvPlan.cpp, MultiPlanOptions: planTy
   tiles), poplin plans the group serially, and so does this.
 - cycleBackOff: each convolution may take a plan up to that proportion slower than its
   fastest when it needs less temporary memory (poplin's cycle back-off); here among
-  the K splits `cost_families.amp` weighs.
+  the plans `cost_conv.conv_plans` weighs.
 - availableMemoryProportions: each convolution's own proportion (its temporary cap).
 
 The first convolution of a group (in program order) is charged the whole group; the
 others cost nothing more (their temporaries are in the first's). Ungrouped
-convolutions keep `cost_families.amp`.
+convolutions keep `cost_conv.conv`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import json
 
 from torch_mlir import ir
 
+from poptorch.runtime.machine import cost_conv
 from poptorch.runtime.machine import cost_families as family
 from poptorch.runtime.machine.plan import OpCost, Plan
 
@@ -53,7 +54,7 @@ def _plain(p: Plan, tiles: int, proportion: float, back_off: float) -> OpCost:
     dims = family.conv_dims(plan)
     if 0 in dims:
         return family.fill(plan)
-    candidates = family.amp_plans(plan, dims)
+    candidates = cost_conv.conv_plans(plan) or family.amp_plans(plan, dims)
     best = plan.choose(candidates)
     near = [c for c, temporary in candidates if c.cycles <= best.cycles * (1 + back_off)
             and temporary <= int(proportion * p.machine.memoryBytesPerTile)]
@@ -64,7 +65,7 @@ def conv(p: Plan) -> OpCost:
     """The rule of `ipu.conv`: a plain convolution, or its multi-convolution group."""
     op = p.op
     if GROUP not in op.attributes:
-        return family.amp(p, dims=family.conv_dims)
+        return cost_conv.conv(p)
     group = members(op)
     if group[0] != op:
         return OpCost()

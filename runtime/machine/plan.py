@@ -78,6 +78,10 @@ VECTOR_RATES: dict[type, tuple[tuple[int, int], tuple[int, int]]] = _ops(
     tanh=_TANH, sinh=_TANH, cosh=_TANH, asinh=_TANH, acosh=_TANH,
     atanh=_TANH, sigmoid=((12, 2), (6, 4)),
     erf=_ERF, erfc=_ERF, gelu=((22, 1), (16, 1)), gelu_tanh=((10, 2), (5, 4)),
+    # popnn's NonLinearityGrad vertex, getNonLinearityGradOpCycles (lib/popnn/
+    # PerformanceEstimation.hpp) a vector: GELU_ERF 30 float / 15 half (placeholders
+    # there, "until geluErf is coded in assembly"), GELU 10 / 5
+    gelu_grad=((30, 2), (15, 4)), gelu_tanh_grad=((10, 2), (5, 4)),
     relu=((3, 2), (3, 4)), neg=((2, 2), (2, 4)), square=((2, 2), (2, 4)),
     abs=((1, 1), (1, 1)), floor=((2, 2), (2, 4)), ceil=((2, 2), (2, 4)),
     round=((2, 2), (2, 4)), trunc=((3, 2), (11, 4)), sign=((5, 2), (5, 4)),

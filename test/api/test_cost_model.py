@@ -167,10 +167,12 @@ def test_conv2d_4_to_8_channels_3x3():
     split = amp_by_hand(512, 8, 36, 16, 8, 4, (True, True))
     assert split == (10 + 18 + 40 + 28 + 2 * SYNC, 159 + 32 * 4)
     assert amp_by_hand(512, 8, 36, 16, 8, 8, (True, True)) == split
-    cost = op_cost(op)
-    assert (cost.compute, cost.exchange, cost.sync) == (28, 68, 2 * SYNC)
-    assert cost.cycles == best_by_hand(512, 8, 36, (True, True)) == split[0] < 72 + 286 + SYNC
-    assert cost.temporary_bytes == 128 * 8 * (159 + 32 * 4)
+    assert best_by_hand(512, 8, 36, (True, True)) == split[0] < 72 + 286 + SYNC
+    # The convolution itself is charged as poplin's conv vertices run it
+    # (runtime/machine/cost_conv.py, pinned by hand in test_cost_conv.py): their
+    # supervisor and worker overheads (hundreds of cycles a vertex) outweigh these
+    # 4,608 MACs a tile, so it costs more than the product's best AMP plan.
+    assert op_cost(op).cycles > split[0]
 
 
 MATMULS = """

@@ -121,6 +121,25 @@ def _gelu_tanh(x):
     return (0.5 * x * (1 + np.tanh(inner))).astype(x.dtype, copy=False)
 
 
+def _gelu_grad(grad, x):
+    """grad x (Phi(x) + x phi(x)), in float32 for halves (torch's gelu_backward)."""
+    wide = np.float32 if x.dtype == np.float16 else x.dtype
+    x32 = x.astype(wide, copy=False)
+    cdf = 0.5 * (1 + erf(x32 * np.asarray(np.sqrt(0.5), dtype=wide)))
+    pdf = np.exp(-0.5 * x32 * x32) / np.sqrt(2 * np.pi)
+    return (grad.astype(wide, copy=False) * (cdf + x32 * pdf)).astype(grad.dtype, copy=False)
+
+
+def _gelu_tanh_grad(grad, x):
+    """grad x d/dx of 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2 / pi)."""
+    wide = np.float32 if x.dtype == np.float16 else x.dtype
+    x32 = x.astype(wide, copy=False)
+    k = np.sqrt(2 / np.pi)
+    t = np.tanh(k * (x32 + 0.044715 * x32**3))
+    slope = 0.5 * (1 + t) + 0.5 * x32 * (1 - t * t) * k * (1 + 3 * 0.044715 * x32 * x32)
+    return (grad.astype(wide, copy=False) * slope).astype(grad.dtype, copy=False)
+
+
 # The NumPy function of each op of the dialect's families (`UNARY_OPS`, `BINARY_OPS`,
 # `COMPARE_OPS`: op classes by their short names, "neg" for `ipu.neg`); each family's
 # kernels are registered by op class from these below, so an op without one fails here.
@@ -156,6 +175,7 @@ BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _div,
     "floor_div": np.floor_divide, "remainder": np.remainder, "fmod": _fmod,
     "pow": np.power, "atan2": np.arctan2, "max": np.maximum, "min": np.minimum,
+    "gelu_grad": _gelu_grad, "gelu_tanh_grad": _gelu_tanh_grad,
     "logical_and": np.logical_and, "logical_or": np.logical_or,
     "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,

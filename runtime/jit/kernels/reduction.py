@@ -41,9 +41,12 @@ _FOLDS: dict[str, tuple[Callable[..., Any], bool]] = {
 
 def _reduce_static(op: ir.OpView) -> dict[str, Any]:
     rank = op.input.type.rank
-    return {"kind": op.attributes["kind"].value,
-            "axes": tuple(d - rank for d in op.attributes["dims"]),
-            "keepdim": op.attributes["keepdim"].value}
+    static = {"kind": op.attributes["kind"].value,
+              "axes": tuple(d - rank for d in op.attributes["dims"]),
+              "keepdim": op.attributes["keepdim"].value}
+    if op.output.type.element_type != op.input.type.element_type:  # a widening sum
+        static["dtype"] = numpy_dtype(op.output.type.element_type)
+    return static
 
 
 def _identity(kind: str, dtype: np.dtype) -> Any:
@@ -58,7 +61,10 @@ def _identity(kind: str, dtype: np.dtype) -> Any:
 
 
 @kernel(ReduceOp, static=_reduce_static)
-def reduce(x: np.ndarray, kind: str, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
+def reduce(x: np.ndarray, kind: str, axes: tuple[int, ...], keepdim: bool,
+           dtype: np.dtype | None = None) -> np.ndarray:
+    """Folds `axes`; the result in the op's result type (float32 from float16 operands
+    for a widening sum, mean or sum of squares)."""
     fold, accumulates = _FOLDS[kind]
     if accumulates:
         out = fold(x, axis=axes, keepdims=keepdim, dtype=_accumulator(x))
@@ -66,7 +72,7 @@ def reduce(x: np.ndarray, kind: str, axes: tuple[int, ...], keepdim: bool) -> np
         out = fold(x, axis=axes, keepdims=keepdim, initial=_identity(kind, x.dtype))
     else:
         out = fold(x, axis=axes, keepdims=keepdim)
-    return np.asarray(out).astype(x.dtype, copy=False)
+    return np.asarray(out).astype(dtype or x.dtype, copy=False)
 
 
 def _arg_static(op: ir.OpView) -> dict[str, Any]:

@@ -49,9 +49,18 @@ func.func @reduce$dims_not_increasing(%x: tensor<3x4xf32>) -> tensor<f32> {
 // -----
 
 func.func @reduce$element_type_changes(%x: tensor<3x4xf16>) -> tensor<3xf32> {
+  // a max does not widen (only sums, means and sums of squares of halves into f32)
   // expected-error @+1 {{'ipu.reduce' op element type changes from f16 to f32}}
-  %0 = "ipu.reduce"(%x) {kind = "sum", dims = array<i64: 1>, keepdim = false} : (tensor<3x4xf16>) -> tensor<3xf32>
+  %0 = "ipu.reduce"(%x) {kind = "max", dims = array<i64: 1>, keepdim = false} : (tensor<3x4xf16>) -> tensor<3xf32>
   return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @reduce$narrowing_sum(%x: tensor<3x4xf32>) -> tensor<3xf16> {
+  // expected-error @+1 {{'ipu.reduce' op element type changes from f32 to f16}}
+  %0 = "ipu.reduce"(%x) {kind = "sum", dims = array<i64: 1>, keepdim = false} : (tensor<3x4xf32>) -> tensor<3xf16>
+  return %0 : tensor<3xf16>
 }
 
 // -----

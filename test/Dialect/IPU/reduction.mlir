@@ -12,6 +12,9 @@
 // CHECK-NEXT:    "ipu.reduce"(%[[X]]) {dims = array<i64>, keepdim = false, kind = "max"} : (tensor<3x4x5xf32>) -> tensor<3x4x5xf32>
 // CHECK-NEXT:    "ipu.reduce"(%[[B]]) {dims = array<i64: 0>, keepdim = false, kind = "all"} : (tensor<3x4xi1>) -> tensor<4xi1>
 // CHECK-NEXT:    "ipu.reduce"(%[[H]]) {dims = array<i64: 0>, keepdim = true, kind = "prod"} : (tensor<2xf16>) -> tensor<1xf16>
+// A sum or sum of squares of halves into float32 (popops::reduce's output type):
+// CHECK-NEXT:    "ipu.reduce"(%[[H]]) {dims = array<i64: 0>, keepdim = true, kind = "sum"} : (tensor<2xf16>) -> tensor<1xf32>
+// CHECK-NEXT:    "ipu.reduce"(%[[H]]) {dims = array<i64: 0>, keepdim = false, kind = "square_sum"} : (tensor<2xf16>) -> tensor<f32>
 func.func @reduce(%x: tensor<3x4x5xf32>, %b: tensor<3x4xi1>, %h: tensor<2xf16>) {
   %0 = "ipu.reduce"(%x) {kind = "sum", dims = array<i64: 1>, keepdim = false} : (tensor<3x4x5xf32>) -> tensor<3x5xf32>
   %1 = "ipu.reduce"(%x) {kind = "mean", dims = array<i64: 0, 2>, keepdim = true} : (tensor<3x4x5xf32>) -> tensor<1x4x1xf32>
@@ -19,6 +22,8 @@ func.func @reduce(%x: tensor<3x4x5xf32>, %b: tensor<3x4xi1>, %h: tensor<2xf16>) 
   %3 = "ipu.reduce"(%x) {kind = "max", dims = array<i64>, keepdim = false} : (tensor<3x4x5xf32>) -> tensor<3x4x5xf32>
   %4 = "ipu.reduce"(%b) {kind = "all", dims = array<i64: 0>, keepdim = false} : (tensor<3x4xi1>) -> tensor<4xi1>
   %5 = "ipu.reduce"(%h) {kind = "prod", dims = array<i64: 0>, keepdim = true} : (tensor<2xf16>) -> tensor<1xf16>
+  %6 = "ipu.reduce"(%h) {kind = "sum", dims = array<i64: 0>, keepdim = true} : (tensor<2xf16>) -> tensor<1xf32>
+  %7 = "ipu.reduce"(%h) {kind = "square_sum", dims = array<i64: 0>, keepdim = false} : (tensor<2xf16>) -> tensor<f32>
   return
 }
 
