@@ -10,7 +10,9 @@ gets a partial gradient from each. PopART adds every gradient into its accumulat
 soon as it is computed (graphcore/popart, `AccumulateOp` after each gradient,
 willow/src/transforms/autodiff and the optimizer decomposition `SGD1Decompose` /
 `AdamDecompose`), so the first partial is accumulated in its own stage and waits for
-nothing (`_accumulated_partials`).
+nothing (`_accumulated_partials`). A value received by `ipu.copy` that several calls on
+its destination IPU read (a stage input the backward stage reads again) is stashed too,
+held by its first reader (`_hold_received`).
 """
 
 from __future__ import annotations
@@ -69,14 +71,17 @@ class TaskNode:
     inputs: list[Source]
     ipu: int = 0  # the call's IPU, the copy's destination, the load's or store's IPU
     cycles: int = 0  # the transfer's time (a call's is in `cost`)
+    bytes: int = 0  # the transfer's bytes
     name: str = ""  # a call's callee
     call: int = -1  # a call's index k among the calls of @main
     stage: int | None = None  # a call's ipu.stage
     phase: int | None = None  # a call's ipu.phase
     cost: OpCost = field(default_factory=OpCost)
+    # per value a call holds for later calls of its micro-batch: its results, then the
+    # values it received by `ipu.copy` that a later call on its IPU reads (`_hold_received`)
     result_bytes: list[int] = field(default_factory=list)
-    stash_users: list[set[int]] = field(default_factory=list)  # per result: calls k reading it
-    stash_inputs: set[tuple[int, int]] = field(default_factory=set)  # (k, result) it reads
+    stash_users: list[set[int]] = field(default_factory=list)  # per value: calls k reading it
+    stash_inputs: set[tuple[int, int]] = field(default_factory=set)  # (k, value) it reads
     reads: list[int] = field(default_factory=list)  # @main arguments a call reads
 
 
@@ -189,10 +194,11 @@ class TaskGraph:
                         k: {(len(self.nodes), j) for j in into}
                         for k, into in self._accumulated_partials(callee).items()}
             elif (transfer := TRANSFERS.get(op_class(op.operation))) is not None:
+                nbytes = value_bytes(op.operands[0])
                 node = TaskNode(transfer.kind, inputs,
                                 int_attribute(op.operation, transfer.ipu),
-                                transfer.cycles(self.machine, value_bytes(op.operands[0]),
-                                                op.operation, ipus))
+                                transfer.cycles(self.machine, nbytes, op.operation, ipus),
+                                bytes=nbytes)
                 if node.kind == "remote_store":
                     self.stores.append(node)
             else:
@@ -209,6 +215,43 @@ class TaskGraph:
                     if producer.ipu == call.ipu:
                         producer.stash_users[result].add(call.call)
                         call.stash_inputs.add((producer.call, result))
+        self._hold_received()
+
+    def _hold_received(self) -> None:
+        """A value received by `ipu.copy` and read by several calls on its destination
+        IPU (a forward stage's input that its backward stage reads again: recomputation
+        starts from it) is kept there, per micro-batch, from the first of them to the
+        last: PopART stashes every tensor a later pipeline stage on the same IPU reads,
+        the IpuCopy's destination included (graphcore/popart,
+        willow/src/transforms/pipeline.cpp, the stash candidates). The first reader (in
+        @main's order, the forward stage) holds it as an extra value."""
+        held: dict[int, tuple[TaskNode, int]] = {}  # copy node -> (holder, value index)
+        for call in self.calls:
+            for s in call.inputs:
+                for n in self._received_copies(s):
+                    if self.nodes[n].ipu != call.ipu:
+                        continue
+                    if n not in held:
+                        held[n] = (call, len(call.result_bytes))
+                        call.result_bytes.append(self.nodes[n].bytes)
+                        call.stash_users.append(set())
+                        continue
+                    holder, index = held[n]
+                    if holder is not call:
+                        holder.stash_users[index].add(call.call)
+                        call.stash_inputs.add((holder.call, index))
+
+    def _received_copies(self, source: Source) -> list[int]:
+        """The `ipu.copy` nodes feeding `source` directly or through ops other than calls
+        and transfers."""
+        if source[0] == ARG:
+            return []
+        node = self.nodes[source[0]]
+        if node.kind == "copy":
+            return [source[0]]
+        if node.kind == "other":
+            return [n for s in node.inputs for n in self._received_copies(s)]
+        return []
 
     def _accumulated_partials(self, callee: str) -> dict[int, set[int]]:
         """Argument k -> the results of `callee` it is only added into (by one `ipu.add`
