@@ -10,14 +10,14 @@ gets a partial gradient from each. PopART adds every gradient into its accumulat
 soon as it is computed (graphcore/popart, `AccumulateOp` after each gradient,
 willow/src/transforms/autodiff and the optimizer decomposition `SGD1Decompose` /
 `AdamDecompose`), so the first partial is accumulated in its own stage and waits for
-nothing (`_accumulated_partials`). A value received by `ipu.copy` that several calls on
-its destination IPU read (a stage input the backward stage reads again) is stashed too,
-held by its first reader (`_hold_received`).
+nothing (`_accumulated_partials`). A value received by `ipu.copy`, or a micro-batch's
+host input, that several calls on one IPU read (a stage input the backward stage reads
+again) is stashed too, held by its first reader (`_hold_received`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -78,7 +78,8 @@ class TaskNode:
     phase: int | None = None  # a call's ipu.phase
     cost: OpCost = field(default_factory=OpCost)
     # per value a call holds for later calls of its micro-batch: its results, then the
-    # values it received by `ipu.copy` that a later call on its IPU reads (`_hold_received`)
+    # values it received (by `ipu.copy`, or from the host) that a later call on its IPU
+    # reads (`_hold_received`)
     result_bytes: list[int] = field(default_factory=list)
     stash_users: list[set[int]] = field(default_factory=list)  # per value: calls k reading it
     stash_inputs: set[tuple[int, int]] = field(default_factory=set)  # (k, value) it reads
@@ -90,8 +91,9 @@ class TaskGraph:
 
     def __init__(self, module: ir.Module, machine: Machine, micro_batches: int,
                  proportions: dict[int, float], io_tiles: int,
-                 cost: Callable[..., OpCost] = op_cost) -> None:
+                 cost: Callable[..., OpCost] = op_cost, inputs: Collection[int] = ()) -> None:
         self.machine, self.proportions, self.io_tiles = machine, proportions, io_tiles
+        self.inputs = frozenset(inputs)  # @main arguments streamed from the host a micro-batch
         self.cost = cost
         self.functions = symbol_table(module.operation)
         if "main" not in self.functions:
@@ -218,25 +220,29 @@ class TaskGraph:
         self._hold_received()
 
     def _hold_received(self) -> None:
-        """A value received by `ipu.copy` and read by several calls on its destination
-        IPU (a forward stage's input that its backward stage reads again: recomputation
-        starts from it) is kept there, per micro-batch, from the first of them to the
-        last: PopART stashes every tensor a later pipeline stage on the same IPU reads,
-        the IpuCopy's destination included (graphcore/popart,
-        willow/src/transforms/pipeline.cpp, the stash candidates). The first reader (in
-        @main's order, the forward stage) holds it as an extra value."""
-        held: dict[int, tuple[TaskNode, int]] = {}  # copy node -> (holder, value index)
+        """A value received by `ipu.copy`, or a host input of the micro-batch (`inputs`),
+        read by several calls on one IPU (a forward stage's input that its backward stage
+        reads again: recomputation starts from it) is kept there, per micro-batch, from
+        the first of them to the last: PopART stashes every tensor a later pipeline stage
+        on the same IPU reads, the IpuCopy's destination and the streamed input included
+        (graphcore/popart, willow/src/transforms/pipeline.cpp, the stash candidates).
+        The first reader (in @main's order, the forward stage) holds it as an extra
+        value."""
+        # ("copy", node) or ("input", @main argument), and the IPU -> (holder, value)
+        held: dict[tuple[str, int, int], tuple[TaskNode, int]] = {}
         for call in self.calls:
             for s in call.inputs:
-                for n in self._received_copies(s):
-                    if self.nodes[n].ipu != call.ipu:
-                        continue
-                    if n not in held:
-                        held[n] = (call, len(call.result_bytes))
-                        call.result_bytes.append(self.nodes[n].bytes)
+                received = [(("copy", n, call.ipu), self.nodes[n].bytes)
+                            for n in self._received_copies(s) if self.nodes[n].ipu == call.ipu]
+                if s[0] == ARG and s[1] in self.inputs:
+                    received.append((("input", s[1], call.ipu), self.arg_bytes[s[1]]))
+                for key, nbytes in received:
+                    if key not in held:
+                        held[key] = (call, len(call.result_bytes))
+                        call.result_bytes.append(nbytes)
                         call.stash_users.append(set())
                         continue
-                    holder, index = held[n]
+                    holder, index = held[key]
                     if holder is not call:
                         holder.stash_users[index].add(call.call)
                         call.stash_inputs.add((holder.call, index))

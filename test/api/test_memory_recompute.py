@@ -64,12 +64,14 @@ def test_recomputed_values_alive_at_once(checkpoints):
         # recomputed from the stage input x through all three layers. At the recomputed
         # ReLU of layer 3 are alive: layers 1 and 2's outputs (read later by the weight
         # gradients and masks of layers 2 and 3), layer 3's matmul (its last use) and
-        # its ReLU output: 4 values. Nothing is stashed (x is a host input).
+        # its ReLU output: 4 values. The stash holds x, the host input the recomputation
+        # starts from (and layer 1's weight gradient reads), for the 3 micro-batches in
+        # flight on IPU 0 (1F1B: 2(N - s) - 1 for stage 0 of N = 2).
         assert estimate.peaks["recomputation"] == 4 * VALUE
-        assert stash == 0
+        assert stash == 3 * VALUE
     else:
         # Layers 1 and 2's outputs come from the stash: only layer 3's matmul and ReLU
-        # are recomputed, 2 values at once. 1F1B keeps 2(N - s) - 1 = 3 micro-batches of
-        # stage 0 (of N = 2) in flight on IPU 0, each with its 2 checkpoints.
+        # are recomputed, 2 values at once. Each of the 3 micro-batches in flight keeps
+        # its 2 checkpoints and x (layer 1's weight gradient reads it).
         assert estimate.peaks["recomputation"] == 2 * VALUE
-        assert stash == 3 * 2 * VALUE
+        assert stash == 3 * (2 + 1) * VALUE

@@ -5,12 +5,14 @@ stage of the same micro-batch on the same IPU, counted by hand.
 A forward stage's input received from another IPU (`ipu.copy`) that the backward stage on
 the same IPU reads again (recomputation starts from the stage's inputs) is stashed there
 too, as PopART stashes the IpuCopy's destination tensor (graphcore/popart,
-willow/src/transforms/pipeline.cpp).
+willow/src/transforms/pipeline.cpp); so is a host input of the micro-batch that the
+backward stage reads again.
 """
 
 from torch_mlir import ir
 
 from poptorch.dialects import make_context
+from poptorch.runtime.machine.events import HostStreams
 from poptorch.runtime.machine.timeline import simulate
 
 # Three IPUs: forward stage 0 on IPU 0, forward stage 1 on IPU 1 (reading %c, copied
@@ -99,3 +101,17 @@ def test_received_value_read_once_is_not_stashed():
     with make_context():
         module = ir.Module.parse(text.replace("TASKS", attr))
     assert simulate(module).stash_bytes == {0: 4 * ACTIVATION, 1: 0, 2: 0}
+
+
+def test_host_input_read_by_the_backward_stage_is_stashed():
+    # bwd0 reads the host input %x again (recomputation starts from it): with %x streamed
+    # a micro-batch, IPU 0 keeps the %x of all 4 micro-batches besides their %a#0.
+    text = PIPELINE.replace("func.call @bwd0(%a#0, %g1c)", "func.call @bwd0(%x, %g1c)")
+    gpipe = [(k, mb) for k in range(5) for mb in range(MICRO_BATCHES)]
+    attr = "array<i64: " + ", ".join(f"{k}, {mb}" for k, mb in gpipe) + ">"
+    with make_context():
+        module = ir.Module.parse(text.replace("TASKS", attr))
+    streamed = simulate(module, streams=HostStreams(inputs=[(0, "x")]))
+    assert streamed.stash_bytes == {0: 4 * ACTIVATION, 1: 4 * ACTIVATION, 2: 0}
+    # %a#0 is no longer read by bwd0: without the stream, %x is a weight-like argument
+    assert simulate(module).stash_bytes == {0: 0, 1: 4 * ACTIVATION, 2: 0}
