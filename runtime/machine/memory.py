@@ -22,7 +22,8 @@ on IPU 0, and counts bytes per IPU by tensor class:
   backward stage, alive only there; the stash then holds only the stage's inputs and
   checkpoints (the timeline's figure).
 - stash: activations kept between a forward stage and its backward stage, as the
-  timeline measured them (`Timeline.stash_bytes`).
+  timeline measured them (`Timeline.stash_bytes`): a stage's results and the inputs it
+  received from another IPU that its backward stage reads again (`tasks`).
 - optimizer: `optimizer_slots` times each trainable weight's bytes (its state in units
   of the weight's size: fp32 moments of an fp16 weight count 2 each), on the IPU
   updating it: the one computing the gradient @main returns for it.

@@ -141,13 +141,27 @@ def memory_rule(op: ir.Operation) -> MemoryRule | None:
     return rule
 
 
-# Code and vertex state per op, per tile the op runs on. Assumptions, not published or
-# measured figures (Graphcore publishes none per op; a compiled Poplar profile's memory
-# report is the measurement to replace them): each operand and result is one vertex
-# field holding a pointer and an element count (the Poplar vertex programming guide's
-# "SPAN" vector layout), taken as 4 bytes each; 64 bytes of supervisor and exchange code
-# run the op's compute set; each distinct op's codelet takes 1 KiB on every tile it is
-# used on.
+# Code and vertex state per op, per tile the op runs on. Graphcore publishes no per-op
+# figure (a compiled Poplar profile's memory report is the measurement to replace them);
+# what each figure is based on:
+# - VERTEX_FIELD_BYTES: each operand and result is one vertex field, a `SPAN` vector: a
+#   32-bit pointer and a 32-bit element count, as poplibs' assembly codelets read them
+#   (graphcore/poplibs lib/popops/codelets/asm/ScaledAdd2D_float.S, VERTEX_COMMON: the
+#   pointer and the size of field A at state words 0 and 1, `VERTEX_DATA_A_OFFSET` /
+#   `VERTEX_DATA_A_SIZE_OFFSET`, and each SPAN edge as two ld32step words). A field laid
+#   out ONE_PTR or SHORT_SPAN (20-bit pointer and 12-bit count, CommonPoplibsMacros.h.S)
+#   takes 4: 8 is the larger layout.
+# - CONTROL_BYTES_PER_OP: an assumption, 16 supervisor instructions of 4 bytes (the
+#   IPU's instructions are 32 bits, paired into 64-bit bundles: Graphcore's Tile Vertex
+#   ISA document, and the `{...}` pairs of poplibs' assembly codelets) to run the op's
+#   compute set on a tile: its sync, the call, the workers' start with their vertex
+#   state, the exchange's send and receive set-up.
+# - CODELET_BYTES: an assumption sized on poplibs' hand-written codelets: their 195
+#   assembly files (graphcore/poplibs lib/*/codelets/asm/*.S) hold a median of 99
+#   instructions (quartiles 45 and 158), 396 bytes at 4 bytes an instruction, and an op
+#   runs one to a few codelets (a matmul: the AMP partials vertex, the partials'
+#   reduction, the output cast); 1 KiB is 2.6 median codelet files, on every tile the
+#   op runs on.
 VERTEX_FIELD_BYTES = 8
 CONTROL_BYTES_PER_OP = 64
 CODELET_BYTES = 1024

@@ -10,12 +10,14 @@ gets a partial gradient from each. PopART adds every gradient into its accumulat
 soon as it is computed (graphcore/popart, `AccumulateOp` after each gradient,
 willow/src/transforms/autodiff and the optimizer decomposition `SGD1Decompose` /
 `AdamDecompose`), so the first partial is accumulated in its own stage and waits for
-nothing (`_accumulated_partials`).
+nothing (`_accumulated_partials`). A value received by `ipu.copy`, or a micro-batch's
+host input, that several calls on one IPU read (a stage input the backward stage reads
+again) is stashed too, held by its first reader (`_hold_received`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -69,14 +71,18 @@ class TaskNode:
     inputs: list[Source]
     ipu: int = 0  # the call's IPU, the copy's destination, the load's or store's IPU
     cycles: int = 0  # the transfer's time (a call's is in `cost`)
+    bytes: int = 0  # the transfer's bytes
     name: str = ""  # a call's callee
     call: int = -1  # a call's index k among the calls of @main
     stage: int | None = None  # a call's ipu.stage
     phase: int | None = None  # a call's ipu.phase
     cost: OpCost = field(default_factory=OpCost)
+    # per value a call holds for later calls of its micro-batch: its results, then the
+    # values it received (by `ipu.copy`, or from the host) that a later call on its IPU
+    # reads (`_hold_received`)
     result_bytes: list[int] = field(default_factory=list)
-    stash_users: list[set[int]] = field(default_factory=list)  # per result: calls k reading it
-    stash_inputs: set[tuple[int, int]] = field(default_factory=set)  # (k, result) it reads
+    stash_users: list[set[int]] = field(default_factory=list)  # per value: calls k reading it
+    stash_inputs: set[tuple[int, int]] = field(default_factory=set)  # (k, value) it reads
     reads: list[int] = field(default_factory=list)  # @main arguments a call reads
 
 
@@ -85,8 +91,9 @@ class TaskGraph:
 
     def __init__(self, module: ir.Module, machine: Machine, micro_batches: int,
                  proportions: dict[int, float], io_tiles: int,
-                 cost: Callable[..., OpCost] = op_cost) -> None:
+                 cost: Callable[..., OpCost] = op_cost, inputs: Collection[int] = ()) -> None:
         self.machine, self.proportions, self.io_tiles = machine, proportions, io_tiles
+        self.inputs = frozenset(inputs)  # @main arguments streamed from the host a micro-batch
         self.cost = cost
         self.functions = symbol_table(module.operation)
         if "main" not in self.functions:
@@ -189,10 +196,11 @@ class TaskGraph:
                         k: {(len(self.nodes), j) for j in into}
                         for k, into in self._accumulated_partials(callee).items()}
             elif (transfer := TRANSFERS.get(op_class(op.operation))) is not None:
+                nbytes = value_bytes(op.operands[0])
                 node = TaskNode(transfer.kind, inputs,
                                 int_attribute(op.operation, transfer.ipu),
-                                transfer.cycles(self.machine, value_bytes(op.operands[0]),
-                                                op.operation, ipus))
+                                transfer.cycles(self.machine, nbytes, op.operation, ipus),
+                                bytes=nbytes)
                 if node.kind == "remote_store":
                     self.stores.append(node)
             else:
@@ -209,6 +217,47 @@ class TaskGraph:
                     if producer.ipu == call.ipu:
                         producer.stash_users[result].add(call.call)
                         call.stash_inputs.add((producer.call, result))
+        self._hold_received()
+
+    def _hold_received(self) -> None:
+        """A value received by `ipu.copy`, or a host input of the micro-batch (`inputs`),
+        read by several calls on one IPU (a forward stage's input that its backward stage
+        reads again: recomputation starts from it) is kept there, per micro-batch, from
+        the first of them to the last: PopART stashes every tensor a later pipeline stage
+        on the same IPU reads, the IpuCopy's destination and the streamed input included
+        (graphcore/popart, willow/src/transforms/pipeline.cpp, the stash candidates).
+        The first reader (in @main's order, the forward stage) holds it as an extra
+        value."""
+        # ("copy", node) or ("input", @main argument), and the IPU -> (holder, value)
+        held: dict[tuple[str, int, int], tuple[TaskNode, int]] = {}
+        for call in self.calls:
+            for s in call.inputs:
+                received = [(("copy", n, call.ipu), self.nodes[n].bytes)
+                            for n in self._received_copies(s) if self.nodes[n].ipu == call.ipu]
+                if s[0] == ARG and s[1] in self.inputs:
+                    received.append((("input", s[1], call.ipu), self.arg_bytes[s[1]]))
+                for key, nbytes in received:
+                    if key not in held:
+                        held[key] = (call, len(call.result_bytes))
+                        call.result_bytes.append(nbytes)
+                        call.stash_users.append(set())
+                        continue
+                    holder, index = held[key]
+                    if holder is not call:
+                        holder.stash_users[index].add(call.call)
+                        call.stash_inputs.add((holder.call, index))
+
+    def _received_copies(self, source: Source) -> list[int]:
+        """The `ipu.copy` nodes feeding `source` directly or through ops other than calls
+        and transfers."""
+        if source[0] == ARG:
+            return []
+        node = self.nodes[source[0]]
+        if node.kind == "copy":
+            return [source[0]]
+        if node.kind == "other":
+            return [n for s in node.inputs for n in self._received_copies(s)]
+        return []
 
     def _accumulated_partials(self, callee: str) -> dict[int, set[int]]:
         """Argument k -> the results of `callee` it is only added into (by one `ipu.add`

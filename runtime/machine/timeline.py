@@ -139,7 +139,8 @@ def simulate(module: ir.Module, steps: int = 1, machine: Machine = GC200, *,
     streams = streams or HostStreams()
     proportions = dict(proportions or {})
     machine.compute_tiles(io_tiles)
-    graph = TaskGraph(module, machine, micro_batches, proportions, io_tiles, cost)
+    graph = TaskGraph(module, machine, micro_batches, proportions, io_tiles, cost,
+                      inputs=[index for index, _ in streams.inputs])
     _check(graph, streams, proportions, epilogue, io_tiles)
     unknown = sorted(set(io_streaming) - set(STREAMING))
     if unknown or (io_streaming and not io_tiles):

@@ -196,14 +196,15 @@ FC1, FC2 = (32 + 8) * F32, (16 + 2) * F32
 
 def test_training_adds_gradients_and_adams_two_slots(adam):
     mem = memory(adam, slots=2)
-    # IPU 0: forward stage 0 and backward stage 2. Its 2x8 forward output waits for the
-    # backward stage: 3 micro-batches stashed. Stage 2's fullest moment is its last op:
+    # IPU 0: forward stage 0 and backward stage 2. Its 2x8 forward output and its 2x4
+    # host input x (fc1's weight gradient reads it) wait for the backward stage: 3
+    # micro-batches stashed. Stage 2's fullest moment is its last op:
     # the 2x8 masked gradient (read by the bias gradient's sum) and the weight gradients
     # it returns (8x4 and 1x8, the "gradients" class, alive to the end of the stage) at
     # once; earlier, the received 2x8 gradient, the 2x8 relu mask (1 byte an element)
     # and the masked gradient make the activations' own peak. One 0-d constant.
     assert classes(mem, 0) == {
-        "weights": FC1 + F32, "activations": ROW8, "stash": 3 * ROW8,
+        "weights": FC1 + F32, "activations": ROW8, "stash": 3 * (ROW8 + 2 * 4 * F32),
         "optimizer": 2 * FC1, "gradients": FC1, "io": 2 * 4 * F32,
         "code": mem.ipus[0].classes["code"]}
     assert mem.ipus[0].peaks["activations"] == ROW8 + 2 * 8 + ROW8
@@ -218,7 +219,8 @@ def test_training_adds_gradients_and_adams_two_slots(adam):
         "optimizer": 2 * FC2, "gradients": 16 * F32, "io": 2 * 2 * F32 + F32,
         "code": mem.ipus[1].classes["code"]}
     assert mem.ipus[1].peaks["gradients"] == FC2
-    assert mem.ipus[0].largest[0].name == "fc1.weight (optimizer state x2)"
+    assert [t.name for t in mem.ipus[0].largest[:2]] == [
+        "stashed activations (IPU 0)", "fc1.weight (optimizer state x2)"]
     assert ("ipu.matmul %4 in @main_stage2", "gradients") in [
         (t.name, t.cls) for t in mem.ipus[0].largest]
 
@@ -251,7 +253,7 @@ def test_optimizer_state_off_chip_and_sharded(adam):
 def test_activations_off_chip_move_the_stash(adam):
     mem = memory(adam, slots=2, locations=Locations(activations=Location(on_chip=False)))
     assert mem.ipus[0].classes["stash"] == 0
-    assert mem.ipus[0].off_chip == 3 * ROW8
+    assert mem.ipus[0].off_chip == 3 * (ROW8 + 2 * 4 * F32)  # the 2x8 output and 2x4 x
     # the backward stage restores its stashed input: it is live from its start, with the
     # received gradient, until the relu mask is made (then the mask and the masked
     # gradient join the received one); the fullest moment is still the stage's end

@@ -175,7 +175,8 @@ class Recomputed(torch.nn.Module):
 
 def test_recomputed_values_live_only_in_the_backward_stage():
     """With recomputation, IPU 0's backward stage recomputes block A from its input and
-    weights: nothing is stashed, and the recomputed values are alive only while it runs."""
+    weights: only that 2x16 input is stashed (3 micro-batches in flight), and the
+    recomputed values are alive only while it runs."""
     figures = {}
     for recompute in (False, True):
         torch.manual_seed(0)
@@ -189,7 +190,7 @@ def test_recomputed_values_live_only_in_the_backward_stage():
         ipu.destroy()
     stashed, recomputed = figures[False], figures[True]
     assert stashed.classes["stash"] > 0 and stashed.peaks["recomputation"] == 0
-    assert recomputed.peaks["stash"] == 0
+    assert recomputed.peaks["stash"] == 3 * 2 * 16 * F32
     # recomputing: the first relu's 2x32 output (read again by fc2's weight gradient)
     # is alive with the second matmul's and its add's: three 2x32 f32 values at most
     row = 2 * 32 * F32
@@ -197,4 +198,4 @@ def test_recomputed_values_live_only_in_the_backward_stage():
     # the fullest moment is the end of the backward stage: the recomputed values are dead
     assert recomputed.classes["recomputation"] == 0
     assert recomputed.total == stashed.total - stashed.classes["stash"] + (
-        recomputed.classes["code"] - stashed.classes["code"])
+        recomputed.classes["stash"] + recomputed.classes["code"] - stashed.classes["code"])
