@@ -14,8 +14,15 @@ too, as PopART recomputes dropout: the draw and its clone get the same seed modi
 (`ipu.seed_modifier`, unique in the function), from which the JIT draws the same numbers
 (`runtime/jit/random.py`), so a layer's stash is its checkpoint, not its masks.
 
-The last forward stage is fused with the first backward one and stashes nothing, so its
-ops are left alone. Runs after ipu-assign-stages, before ipu-outline-stages.
+The last forward stage is fused with the first backward one and stashes nothing between
+micro-batches, so by default its ops are left alone (PopART's RecomputationType.Pipeline).
+With `fused-stage` (PopART's RecomputationType.RecomputeAll, which PopTorch users set with
+`opts._Popart.set("autoRecomputation", 4)`: a model that is not pipelined has only this
+stage) its backward ops recompute their forward values too, from the checkpoints and the
+program's inputs, so that only the checkpoints stay alive between its forward and its
+backward. A recomputed batch norm updates no running statistics: its clone's statistics
+results are never read, the forward op's still are. Runs after ipu-assign-stages, before
+ipu-outline-stages.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from poptorch.dialects import op_class
 from poptorch.dialects.creation import RandomNormalOp, RandomUniformOp
 from poptorch.dialects.placement import functions, placement, producer
 
-from .registry import Pass, register
+from .registry import Option, Pass, register
 from .stages import backward_ops
 
 RANDOM_OPS = (RandomUniformOp, RandomNormalOp)
@@ -37,6 +44,11 @@ SEED_MODIFIER = "ipu.seed_modifier"
 class Recompute(Pass):
     argument = "ipu-recompute"
     description = "Recompute forward activations in backward stages (up to checkpoints)"
+    options = (
+        Option("fused-stage", bool, False,
+               "Recompute in the last forward stage, fused with its backward, too (PopART's "
+               "RecomputeAll; the only stage of a model that is not pipelined)"),
+    )
 
     def run(self, module: ir.Operation) -> None:
         for func in functions(module):
@@ -55,7 +67,8 @@ class Recompute(Pass):
             clones_of: dict[tuple[int, int], dict] = {}  # one recomputation per stage
             for op in ops:
                 where = placement(op)
-                if op not in backward or where is None or where[0] == last:
+                if (op not in backward or where is None
+                        or (where[0] == last and not self.fused_stage)):
                     continue
                 clones = clones_of.setdefault(where, {})
                 for n, value in enumerate(op.operands):
