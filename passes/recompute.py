@@ -18,7 +18,8 @@ The last forward stage is fused with the first backward one and stashes nothing 
 micro-batches, so by default its ops are left alone (PopART's RecomputationType.Pipeline).
 With `fused-stage` (PopART's RecomputationType.RecomputeAll, which PopTorch users set with
 `opts._Popart.set("autoRecomputation", 4)`: a model that is not pipelined has only this
-stage) its backward ops recompute their forward values too, from the checkpoints and the
+stage) its backward ops recompute their forward values too (in a function without `ipu.stage`, a
+model without blocks, all its ops are that stage), from the checkpoints and the
 program's inputs, so that only the checkpoints stay alive between its forward and its
 backward. A recomputed batch norm updates no running statistics: its clone's statistics
 results are never read, the forward op's still are. Runs after ipu-assign-stages, before
@@ -38,6 +39,7 @@ from .stages import backward_ops
 
 RANDOM_OPS = (RandomUniformOp, RandomNormalOp)
 SEED_MODIFIER = "ipu.seed_modifier"
+ONE_STAGE = (0, 0)  # where every op of a function without placement runs
 
 
 @register
@@ -56,17 +58,20 @@ class Recompute(Pass):
             backward = backward_ops(ops)
             if not backward:
                 continue
-            forward = [op for op in ops if op not in backward and placement(op) is not None]
+            # a model without blocks has no ipu.stage: one stage, the fused one
+            single = self.fused_stage and not any(placement(op) for op in ops)
+            self._where = (lambda op: ONE_STAGE) if single else placement
+            forward = [op for op in ops if op not in backward and self._where(op) is not None]
             if not forward:
                 continue
-            last = max(placement(op)[0] for op in forward)
+            last = max(self._where(op)[0] for op in forward)
             forward_set = set(forward)
             self._modifiers = 1 + max((ir.IntegerAttr(op.attributes[SEED_MODIFIER]).value
                                        for op in ops if SEED_MODIFIER in op.attributes),
                                       default=-1)
             clones_of: dict[tuple[int, int], dict] = {}  # one recomputation per stage
             for op in ops:
-                where = placement(op)
+                where = self._where(op)
                 if (op not in backward or where is None
                         or (where[0] == last and not self.fused_stage)):
                     continue
@@ -83,7 +88,7 @@ class Recompute(Pass):
             return clones[value]
         source = producer(value)
         random = source is not None and op_class(source) in RANDOM_OPS
-        if (source is None or source not in forward_set or placement(source) != where
+        if (source is None or source not in forward_set or self._where(source) != where
                 or "ipu.checkpoint" in source.attributes
                 or not (source.operands or random)):
             return value

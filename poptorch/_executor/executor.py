@@ -155,8 +155,7 @@ class PoplarExecutor(user_api.ExecutorExtras):
         m_args, m_kwargs = pytree.tree_unflatten(micro, spec)
         model = grouping.per_replica_model(self._model, self._groupings)
         micro_batches = self._accumulation() if self._training else opts.device_iterations
-        multi_ipu = [precision.pipeline_step(opts), *strategies.multi_ipu_steps(
-            opts.execution_strategy, micro_batches, opts.auto_round_num_ipus)]
+        multi_ipu = [precision.pipeline_step(opts), *strategies.options_steps(opts, micro_batches)]
         _logging.configure(opts)
         start = time.perf_counter()
         # compiled kernels are kept in, and loaded from, the executable cache too

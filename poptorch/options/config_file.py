@@ -33,7 +33,7 @@ from poptorch.options.strategies import (
     Stage,
 )
 
-CATEGORIES = ("Training", "Precision", "TensorLocations", "Distributed", "Jit")
+CATEGORIES = ("Training", "Precision", "TensorLocations", "Distributed", "Jit", "_Popart")
 MAX_FILE_BYTES = 1 << 20
 _NOT_SETTERS = frozenset({"clone", "toDict", "loadFromFile", "defaultOutputMode"})
 # looked up in the modules' namespaces: a name in the file never triggers an import

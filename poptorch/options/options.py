@@ -39,6 +39,7 @@ from poptorch.options.categories import (
 from poptorch.options.config_file import CATEGORIES as _CATEGORIES
 from poptorch.options.config_file import load_config
 from poptorch.options.encoding import STRATEGIES, options_text
+from poptorch.options.popart import _PopartOptions
 from poptorch.options.schema import freeze
 from poptorch.options.strategies import PipelinedExecution, ShardedExecution, _Strategy
 from poptorch.runtime.machine.system import DEVICE_COUNT
@@ -59,6 +60,7 @@ class Options(OptionsGroup):
         self._tensor_locations = _TensorLocationOptions()
         self._distributed = _DistributedOptions()
         self._jit = _JitOptions()
+        self._popart = _PopartOptions()
         self.device_iterations = 1
         self.replication_factor = 1
         self.input_group_size = 1
@@ -115,6 +117,11 @@ class Options(OptionsGroup):
     def Jit(self) -> _JitOptions:  # noqa: N802
         """Options about capturing the model."""
         return self._jit
+
+    @property
+    def _Popart(self) -> _PopartOptions:  # noqa: N802 - PopTorch's name
+        """PopART session options (PopTorch's `_Popart`; options/popart.py)."""
+        return self._popart
 
     def deviceIterations(self, device_iterations: int) -> Options:  # noqa: N802
         """Number of iterations the device runs over the data per call (default 1)."""

@@ -13,6 +13,7 @@ from poptorch.enums import OutputMode
 from poptorch.errors import Error
 from poptorch.options.categories import OptionsGroup, shown
 from poptorch.options.config_file import CATEGORIES
+from poptorch.options.popart import set_all
 
 # options that do not change the compiled program (dotted names for categories): where to
 # run (device, connection, IPU Model), what to log and where, caching and IR dumps, the
@@ -60,6 +61,7 @@ METHODS: dict[str, dict[str, str]] = {
         "accumulator_location": "setAccumulatorLocation"},
     "Distributed.": {"num_processes": "configureProcessId", "process_id": "configureProcessId"},
     "Jit.": {"trace_model": "traceModel"},
+    "_Popart.": {"options": "_Popart.set"},
 }
 
 
@@ -97,6 +99,7 @@ CALLS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
         _ipu_keys(v["available_memory_proportion"])),
     "disableModuleNamescope": lambda o, v: o.disableModuleNamescope(),
     "configureProcessId": lambda o, v: o.configureProcessId(v["process_id"], v["num_processes"]),
+    "_Popart.set": set_all,
 }
 
 

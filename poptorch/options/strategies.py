@@ -13,6 +13,7 @@ from typing import Any
 from poptorch.enums import AutoStage, Liveness, PipelineSchedule
 from poptorch.errors import Error
 from poptorch.options.categories import check_bool, check_enum, check_int
+from poptorch.options.popart import NONE, PIPELINE, RECOMPUTATION_TYPES, RECOMPUTE_ALL
 from poptorch.passes import PassOptionError, get_pass
 from poptorch.passes.registry import MAX_ID
 
@@ -133,10 +134,12 @@ class _Strategy:
         return {"stages": self._stage_map(), "auto-stage": auto,
                 "pipelined": self._pipelined, "auto-round-num-ipus": auto_round}
 
-    def pass_pipeline(self, micro_batches: int, auto_round: bool) -> list[str]:
-        """The multi-IPU pipeline steps for this strategy."""
+    def pass_pipeline(self, micro_batches: int, auto_round: bool,
+                      recomputation: int | None = None) -> list[str]:
+        """The multi-IPU pipeline steps for this strategy; `recomputation`: the PopART
+        RecomputationType of `Options._Popart`'s autoRecomputation (None: not set)."""
         return [_step("ipu-assign-stages", self._assign_options(auto_round)),
-                *self._recompute_steps(),
+                *self._recompute_steps(recomputation),
                 _step("ipu-outline-stages", self._outline_options()),
                 "ipu-insert-copies", *self._phase_steps(),
                 _step("ipu-schedule", {"strategy": self._name, "micro-batches": micro_batches,
@@ -145,7 +148,13 @@ class _Strategy:
     def _outline_options(self) -> dict[str, Any]:
         return {} if self._pipelined else {"pipelined": False}
 
-    def _recompute_steps(self) -> list[str]:
+    def _recompute_steps(self, recomputation: int | None) -> list[str]:
+        if recomputation not in (None, NONE):
+            raise Error(f"_Popart autoRecomputation {recomputation} "
+                        f"(RecomputationType.{RECOMPUTATION_TYPES[recomputation]}) needs "
+                        f"PipelinedExecution (the default strategy); {type(self).__name__} "
+                        "does not recompute: use PipelinedExecution, or set "
+                        "autoRecomputation to 0 (None)", type="options")
         return []
 
     def _phase_steps(self) -> list[str]:
@@ -207,8 +216,21 @@ class PipelinedExecution(_Strategy):
         AutoStage; SameAsIpu by default)."""
         return self._auto
 
-    def _recompute_steps(self) -> list[str]:
-        return ["ipu-recompute"] if self._recompute else []
+    def _recompute_steps(self, recomputation: int | None) -> list[str]:
+        """ipu-recompute as `useRecomputation` and `_Popart`'s autoRecomputation say: not
+        set, as useRecomputation; 0 (None) stashes, replacing the Pipeline recomputation
+        PopTorch sets when it pipelines, as in PopTorch; 3 (Pipeline) recomputes all but
+        the fused last stage; 4 (RecomputeAll) every stage (`fused-stage`)."""
+        if recomputation is None:
+            return ["ipu-recompute"] if self._recompute else []
+        if recomputation != NONE and not self._recompute:
+            raise Error(f"_Popart autoRecomputation {recomputation} "
+                        f"(RecomputationType.{RECOMPUTATION_TYPES[recomputation]}) asks for "
+                        "recomputation, which PipelinedExecution.useRecomputation(False) turns "
+                        "off: drop one of them", type="options")
+        if recomputation == RECOMPUTE_ALL:
+            return [_step("ipu-recompute", {"fused-stage": True})]
+        return ["ipu-recompute"] if recomputation == PIPELINE else []
 
     def setSchedule(self, schedule: PipelineSchedule) -> PipelinedExecution:  # noqa: N802
         self._schedule = check_enum("setSchedule: schedule", schedule, PipelineSchedule)
@@ -306,8 +328,16 @@ def _step(name: str, options: dict[str, Any]) -> str:
         raise Error(f"the execution strategy gives the compiler {err}", type="options") from None
 
 
-def multi_ipu_steps(strategy: _Strategy | None, micro_batches: int,
-                    auto_round: bool) -> list[str]:
+def multi_ipu_steps(strategy: _Strategy | None, micro_batches: int, auto_round: bool,
+                    recomputation: int | None = None) -> list[str]:
     """The pipeline steps for `strategy` (PipelinedExecution with AutoStage.SameAsIpu
-    when none was set)."""
-    return (strategy or PipelinedExecution()).pass_pipeline(micro_batches, auto_round)
+    when none was set), with `_Popart`'s autoRecomputation `recomputation`."""
+    return (strategy or PipelinedExecution()).pass_pipeline(micro_batches, auto_round,
+                                                            recomputation)
+
+
+def options_steps(options: Any, micro_batches: int) -> list[str]:
+    """The multi-IPU steps a poptorch.Options asks for: its execution strategy, its
+    autoRoundNumIPUs and its `_Popart` autoRecomputation."""
+    return multi_ipu_steps(options.execution_strategy, micro_batches,
+                           options.auto_round_num_ipus, options._Popart.auto_recomputation)
