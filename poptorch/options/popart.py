@@ -71,8 +71,8 @@ def _check(key: Any, value: Any) -> None:
     else:
         instead = f"; use {_INSTEAD[key]} instead" if key in _INSTEAD else ""
         raise Error(f"{where}: PopART option {key!r} is not supported by this compiler "
-                    f"(supported: autoRecomputation, explicitRecomputation, "
-                    f"{', '.join(_DEFAULTS)} = False){instead}", type="options")
+                    f"(supported: autoRecomputation, explicitRecomputation, and "
+                    f"{', '.join(_DEFAULTS)} set to False){instead}", type="options")
 
 
 def _types() -> str:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import cnn
 
 NAME = "ResNet-50 v1.5 training, IPU-POD64 (64 replicas x 20, GA 2, fp16)"
-SETUP = cnn.Training(replicas=64, micro_batch=20, accumulation=2, learning_rate=5.098)
+SETUP = cnn.Training(replicas=64, micro_batch=20, accumulation=2, learning_rate=5.098,
+                     memory_proportion=0.14)
 SAMPLES_PER_STEP = SETUP.samples_per_call
 PUBLISHED = cnn.mlperf_published("IPU-POD64", start_ms=1623810485623, stop_ms=1623810952580)
 REASON = ("the model is too fast, as on the POD16 (convolutions at the peak AMP rate, no "
