@@ -61,7 +61,7 @@ METHODS: dict[str, dict[str, str]] = {
         "accumulator_location": "setAccumulatorLocation"},
     "Distributed.": {"num_processes": "configureProcessId", "process_id": "configureProcessId"},
     "Jit.": {"trace_model": "traceModel"},
-    "_Popart.": {"options": "_Popart.set"},
+    "_Popart.": {"options": "set"},
 }
 
 
@@ -99,7 +99,7 @@ CALLS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
         _ipu_keys(v["available_memory_proportion"])),
     "disableModuleNamescope": lambda o, v: o.disableModuleNamescope(),
     "configureProcessId": lambda o, v: o.configureProcessId(v["process_id"], v["num_processes"]),
-    "_Popart.set": set_all,
+    "set": set_all,  # _Popart.set, each stored entry
 }
 
 

@@ -10,7 +10,7 @@ from poptorch.errors import Error
 from poptorch.options import Options, TensorLocationSettings
 from poptorch.options.config_file import MAX_FILE_BYTES
 
-CATEGORIES = "Training, Precision, TensorLocations, Distributed, Jit"
+CATEGORIES = "Training, Precision, TensorLocations, Distributed, Jit, _Popart"
 NOT_LITERAL = ("is not a literal (number, string, bool, None, list, tuple or dict), a poptorch "
                "enum value such as poptorch.OutputMode.All, a torch dtype or one of "
                "poptorch.PipelinedExecution, poptorch.ShardedExecution, "

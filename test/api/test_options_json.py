@@ -92,14 +92,16 @@ def every_option_changed(strategy=None) -> Options:
     locations.setAccumulatorLocation(Settings().useIOTilesToStore(False))
     opts.Distributed.configureProcessId(1, 2)
     opts.Jit.traceModel(False)
+    opts._Popart.set("autoRecomputation", 4)
     return opts
 
 
 def flat(document):
     """{dotted option name: encoded value} of a document."""
     values = document["values"]
-    result = {k: v for k, v in values.items() if not k[0].isupper()}
-    for category in ("Training", "Precision", "TensorLocations", "Distributed", "Jit"):
+    result = {k: v for k, v in values.items() if not k[0].isupper() and k != "_Popart"}
+    for category in ("Training", "Precision", "TensorLocations", "Distributed", "Jit",
+                     "_Popart"):
         result.update({f"{category}.{k}": v for k, v in values[category].items()})
     return result
 
