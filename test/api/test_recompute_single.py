@@ -268,3 +268,57 @@ def test_pipelined_recompute_all_trains_as_on_cpu():
     for ipu in (0, 1):
         assert any(f"ipu.ipu_id = {ipu} : i64" in line and '"ipu.conv"' in line
                    for line in recomputed)
+
+
+# ---- memory -------------------------------------------------------------------------------
+ROWS, WIDTH = 8, 64
+VALUE = ROWS * WIDTH * 4  # one layer's output, 8x64 f32: 2048 bytes
+
+
+class ThreeLayers(torch.nn.Module):
+    """Three Linear(64, 64, bias=False) + ReLU layers on one IPU, the first two outputs
+    checkpoints when `checkpoints`, and an MSE loss (test_memory_recompute.py's model,
+    without blocks)."""
+
+    def __init__(self, checkpoints: bool):
+        super().__init__()
+        self.checkpoints = checkpoints
+        self.layers = torch.nn.ModuleList(
+            torch.nn.Linear(WIDTH, WIDTH, bias=False) for _ in range(3))
+
+    def forward(self, x, y):
+        for i, layer in enumerate(self.layers):
+            x = torch.relu(layer(x))
+            if self.checkpoints and i < 2:
+                x = poptorch.recomputationCheckpoint(x)
+        return x, torch.nn.functional.mse_loss(x, y)
+
+
+def peaks(checkpoints: bool, value):
+    torch.manual_seed(0)
+    model = ThreeLayers(checkpoints)
+    ipu = poptorch.trainingModel(model, options(value),
+                                 poptorch.optim.SGD(model.parameters(), lr=0.1))
+    ipu.compile(torch.randn(ROWS, WIDTH), torch.randn(ROWS, WIDTH))
+    found = ipu.getMemoryEstimate().ipus[0].peaks
+    ipu.destroy()
+    return found
+
+
+@pytest.mark.parametrize("checkpoints", [False, True])
+def test_recomputed_values_alive_at_once(checkpoints):
+    recomputed, stashed = peaks(checkpoints, RECOMPUTE_ALL), peaks(checkpoints, None)
+    if not checkpoints:
+        # The backward's first op, layer 3's ReLU mask, recomputes layer 3's output from
+        # the input x through all three layers; at its ReLU are alive layers 1 and 2's
+        # outputs (read later by the weight gradients and masks of layers 2 and 3),
+        # layer 3's matmul (its last use) and its ReLU output: 4 values.
+        assert recomputed["recomputation"] == 4 * VALUE
+    else:
+        # layers 1 and 2's outputs are the checkpoints: only layer 3's matmul and ReLU
+        # are recomputed, 2 values at once
+        assert recomputed["recomputation"] == 2 * VALUE
+    # forward values the backward reads are no longer kept from the forward: the
+    # activations' peak (at the end of the forward) falls by two layer outputs
+    assert recomputed["activations"] == stashed["activations"] - 2 * VALUE
+    assert stashed["recomputation"] == 0
