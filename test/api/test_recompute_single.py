@@ -322,3 +322,18 @@ def test_recomputed_values_alive_at_once(checkpoints):
     # activations' peak (at the end of the forward) falls by two layer outputs
     assert recomputed["activations"] == stashed["activations"] - 2 * VALUE
     assert stashed["recomputation"] == 0
+
+
+def test_same_training_with_device_iterations_replicas_and_accumulation():
+    # 2 device iterations x 2 replicas x 2 micro-batches: recomputing changes nothing
+    x, y = data(8)
+    torch.manual_seed(0)
+    start = SmallCNN().state_dict()
+    runs = []
+    for value in (None, RECOMPUTE_ALL):
+        model = SmallCNN()
+        model.load_state_dict(start)
+        opts = options(value, 2).deviceIterations(2).replicationFactor(2)
+        runs.append(train(model, opts, x, y)[0])
+    assert_same_state(runs[1], runs[0])
+    assert runs[1].b1.num_batches_tracked.item() != 0
