@@ -18,11 +18,13 @@ The last forward stage is fused with the first backward one and stashes nothing 
 micro-batches, so by default its ops are left alone (PopART's RecomputationType.Pipeline).
 With `fused-stage` (PopART's RecomputationType.RecomputeAll, which PopTorch users set with
 `opts._Popart.set("autoRecomputation", 4)`: a model that is not pipelined has only this
-stage) its backward ops recompute their forward values too (in a function without `ipu.stage`, a
-model without blocks, all its ops are that stage), from the checkpoints and the
-program's inputs, so that only the checkpoints stay alive between its forward and its
-backward. A recomputed batch norm updates no running statistics: its clone's statistics
-results are never read, the forward op's still are. Runs after ipu-assign-stages, before
+stage; in a function without `ipu.stage` all ops are that stage) its backward ops
+recompute the values of the ops computing its checkpoints too, from the checkpoints and
+the program's inputs, so that only the checkpoints stay alive between its forward and
+its backward. As PopART's RecomputeAll, the ops after the last checkpoints (computing
+none of them) are kept, not recomputed: the backward starts right after them. A
+recomputed batch norm updates no running statistics: its clone's statistics results are
+never read, the forward op's still are. Runs after ipu-assign-stages, before
 ipu-outline-stages.
 """
 
@@ -66,6 +68,8 @@ class Recompute(Pass):
                 continue
             last = max(self._where(op)[0] for op in forward)
             forward_set = set(forward)
+            self._kept = self._after_last_checkpoint(
+                [op for op in forward if self._where(op)[0] == last])
             self._modifiers = 1 + max((ir.IntegerAttr(op.attributes[SEED_MODIFIER]).value
                                        for op in ops if SEED_MODIFIER in op.attributes),
                                       default=-1)
@@ -81,6 +85,22 @@ class Recompute(Pass):
                     if copy is not value:
                         op.operands[n] = copy
 
+    @staticmethod
+    def _after_last_checkpoint(stage: list[ir.Operation]) -> set[ir.Operation]:
+        """The ops of the fused `stage` that compute no checkpoint of it: kept, as PopART's
+        RecomputeAll keeps the ops between the last checkpoints and the loss
+        (willow/src/recompute.cpp, allCheckpointAfterLastCheckpoint: "no need to
+        recompute twice the last recompute segment"). Without checkpoints, all of them."""
+        members = set(stage)
+        feeding, todo = set(), [op for op in stage if "ipu.checkpoint" in op.attributes]
+        while todo:
+            for value in todo.pop().operands:
+                source = producer(value)
+                if source in members and source not in feeding:
+                    feeding.add(source)
+                    todo.append(source)
+        return members - feeding
+
     def _recompute(self, value: ir.Value, where, forward_set, before: ir.Operation,
                    clones: dict) -> ir.Value:
         """`value`, recomputed before `before` if a forward op of stage `where` made it."""
@@ -89,7 +109,7 @@ class Recompute(Pass):
         source = producer(value)
         random = source is not None and op_class(source) in RANDOM_OPS
         if (source is None or source not in forward_set or self._where(source) != where
-                or "ipu.checkpoint" in source.attributes
+                or "ipu.checkpoint" in source.attributes or source in self._kept
                 or not (source.operands or random)):
             return value
         if random and SEED_MODIFIER not in source.attributes:

@@ -130,8 +130,10 @@ def test_conflicts_are_errors():
 
 # ---- training -----------------------------------------------------------------------------
 class SmallCNN(torch.nn.Module):
-    """conv-BN-ReLU, a checkpoint, conv-BN-ReLU-dropout, pooling, a classifier and its
-    loss; with `blocks`, the first layer on IPU 0 and the rest on IPU 1."""
+    """conv-BN-ReLU-dropout, a checkpoint, conv-BN-ReLU, a checkpoint, pooling, a
+    classifier and its loss (after the last checkpoint: kept, not recomputed); with
+    `blocks`, the first layer on IPU 0 and the rest on IPU 1. Returns the first layer's
+    output (its dropout mask) and the loss."""
 
     def __init__(self, dropout: float = 0.0, blocks: bool = False):
         super().__init__()
@@ -143,13 +145,14 @@ class SmallCNN(torch.nn.Module):
     def forward(self, x, y):
         if self.blocks:
             poptorch.Block.start("first", ipu_id=0)
-        h = poptorch.recomputationCheckpoint(torch.relu(self.b1(self.c1(x))))
+        first = torch.nn.functional.dropout(torch.relu(self.b1(self.c1(x))), self.dropout,
+                                            self.training)
+        h = poptorch.recomputationCheckpoint(first)
         if self.blocks:
             poptorch.Block.start("rest", ipu_id=1)
-        h = torch.relu(self.b2(self.c2(h)))
-        h = torch.nn.functional.dropout(h, self.dropout, self.training)
+        h = poptorch.recomputationCheckpoint(torch.relu(self.b2(self.c2(h))))
         out = self.fc(h.mean((2, 3)))
-        return h, torch.nn.functional.cross_entropy(out, y)
+        return first, torch.nn.functional.cross_entropy(out, y)
 
 
 def data(micro_batches: int):
@@ -180,9 +183,9 @@ def cpu_reference(model, x, y, micro_batches: int, steps: int = STEPS, keep=None
         optimizer.zero_grad()
         for xs, ys in zip(x.chunk(micro_batches), y.chunk(micro_batches), strict=True):
             h = torch.relu(model.b1(model.c1(xs)))
-            h = torch.relu(model.b2(model.c2(h)))
             if keep is not None:
                 h = h * keep / (1 - model.dropout)
+            h = torch.relu(model.b2(model.c2(h)))
             loss = torch.nn.functional.cross_entropy(model.fc(h.mean((2, 3))), ys)
             (loss / micro_batches).backward()
         optimizer.step()
@@ -240,9 +243,9 @@ def test_dropout_recomputed_with_the_same_mask():
     trained, h, text, _, _ = train(model, opts, x, y, steps=1)
     assert '"ipu.random_uniform"' in "\n".join(
         line for line in text.splitlines() if "ipu.recomputed" in line)
-    # the gradients are those of the mask the forward drew (read from its output, where
-    # the ReLU's zeros do not matter: their gradient is zero): the recomputed draw gave
-    # the same one. ReLU then dropout(0.5) keep about a quarter.
+    # the gradients are those of the mask the forward drew (read from the first layer's
+    # output, where the ReLU's zeros do not matter: their gradient is zero): the
+    # recomputed draw gave the same one. ReLU then dropout(0.5) keep about a quarter.
     keep = (h != 0).to(x.dtype)
     assert 0.15 < keep.mean().item() < 0.35
     cpu = SmallCNN(dropout=0.5)
@@ -308,20 +311,18 @@ def peaks(checkpoints: bool, value):
 @pytest.mark.parametrize("checkpoints", [False, True])
 def test_recomputed_values_alive_at_once(checkpoints):
     recomputed, stashed = peaks(checkpoints, RECOMPUTE_ALL), peaks(checkpoints, None)
-    if not checkpoints:
-        # The backward's first op, layer 3's ReLU mask, recomputes layer 3's output from
-        # the input x through all three layers; at its ReLU are alive layers 1 and 2's
-        # outputs (read later by the weight gradients and masks of layers 2 and 3),
-        # layer 3's matmul (its last use) and its ReLU output: 4 values.
-        assert recomputed["recomputation"] == 4 * VALUE
-    else:
-        # layers 1 and 2's outputs are the checkpoints: only layer 3's matmul and ReLU
-        # are recomputed, 2 values at once
-        assert recomputed["recomputation"] == 2 * VALUE
-    # forward values the backward reads are no longer kept from the forward: the
-    # activations' peak (at the end of the forward) falls by two layer outputs
-    assert recomputed["activations"] == stashed["activations"] - 2 * VALUE
     assert stashed["recomputation"] == 0
+    if not checkpoints:
+        # every op is after the last checkpoint: kept, nothing recomputed (PopART)
+        assert recomputed == stashed
+        return
+    # Layer 3 is after the last checkpoint: kept. The backward of layer 2 reads the
+    # checkpoint of layer 1 and layer 2's ReLU output, recomputed from it: its matmul
+    # and ReLU, 2 values at once (then the same for layer 1, from x).
+    assert recomputed["recomputation"] == 2 * VALUE
+    # layers 1 and 2's ReLU outputs are no longer kept from the forward for the
+    # backward: the activations' peak (at the end of the forward) falls by 2 values
+    assert recomputed["activations"] == stashed["activations"] - 2 * VALUE
 
 
 def test_same_training_with_device_iterations_replicas_and_accumulation():
