@@ -1,19 +1,39 @@
 """BERT-Large pretraining as Graphcore's MLPerf Training v1.0 submissions configure it
 (PopART; Graphcore/benchmarks/bert/implementations/popart/configs/mk2/*.json), written
-in PopTorch the way Graphcore's PyTorch BERT example pipelines it, for the fidelity
+in PopTorch the way Graphcore's PyTorch BERT example pipelines it (graphcore/examples,
+applications/pytorch/bert/modeling.py, `PipelinedBertForPretraining`), for the fidelity
 configurations: Hugging Face `BertForPreTraining` with random weights, fp16, sequence
-length 512 in packs (2 sequences a pack on average, `avg_seq_per_pack`), the masked
-tokens of a pack (`mask_tokens`) gathered before the masked-LM head, one `BeginBlock`
-per encoder layer on the IPUs of `layers_per_ipu` from `encoder_start_ipu`, the
-embeddings and the tied masked-LM head on IPU 0, recomputation in the backward stages,
-LAMB without bias correction, stochastic rounding, fp16 partials.
+length 512 in packs (2 sequences a pack on average, `avg_seq_per_pack`), one
+`BeginBlock` per encoder layer on the IPUs of `layers_per_ipu` from `encoder_start_ipu`,
+the embeddings and the tied masked-LM head on IPU 0, recomputation in the backward
+stages, LAMB without bias correction, stochastic rounding, fp16 partials.
+
+As the submission builds it (training_results_v1.0, Graphcore/benchmarks/bert/
+implementations/popart/bert_model.py):
+
+- a recomputation checkpoint on every encoder layer's output but the last on each IPU
+  (`recompute_checkpoint_every_layer`, default True; `should_checkpoint`: "only
+  checkpoint tensors that are not to be copied to the next pipelineStage"), here
+  `poptorch.recomputationCheckpoint` in a forward hook, as the PyTorch example's
+  `recomputation_checkpoint` does;
+- the masked tokens (`mask_tokens` of a pack) gathered by a matmul with their one-hot
+  positions (`projection`: onehot of masked_lm_positions, then matmul; the PyTorch
+  example's `OnehotGather`), so their gradient is a matmul too, not a scatter;
+- the tied masked-LM projection over the vocabulary serialised in
+  `embedding_serialization_vocab_steps` (5) slices of output channels (`projection`:
+  setSerializeMatMul 'output_channels'), here `poptorch.serializedMatMul` with
+  `MatMulSerializationMode.OutputChannels`, as the PyTorch example's `SerializedLinear`
+  decoder does.
 
 Each configuration is a `Setup` (the fields of its config json) and the throughput its
 MLPerf log shows (`mlperf_published`).
 
 Left out: the packed attention mask (a block-diagonal mask per pack costs what the
 padding mask costs), one next-sentence head per sequence of a pack (one per pack here),
-the split QKV and the serialised embedding (PopART graph options).
+the split QKV and the serialised embedding lookup (PopART graph options), the
+submission's MLM transform over all 512 tokens before the gather (the PyTorch example,
+followed here, transforms the 76 gathered ones) and its 3 extra gathered positions a
+pack (`max_lm_predictions` = mask_tokens + max_sequences_per_pack).
 """
 
 from __future__ import annotations
@@ -43,6 +63,7 @@ class Setup:
     memory_proportions: tuple[float, ...]  # per IPU
     optimizer_off_chip: bool
     beta1: float
+    vocab_steps: int = 5  # embedding_serialization_vocab_steps
 
     @property
     def packs_per_call(self) -> int:
@@ -53,9 +74,32 @@ class Setup:
         return self.packs_per_call * SEQUENCES_PER_PACK
 
 
+class SerializedDecoder(torch.nn.Module):
+    """The tied masked-LM projection (`decoder`, weight shared with the word embedding)
+    as `steps` slices of the vocabulary, one after the other (`serializedMatMul`)."""
+
+    def __init__(self, decoder: torch.nn.Linear, steps: int):
+        super().__init__()
+        self.decoder, self.steps = decoder, steps
+
+    def forward(self, x):
+        out = poptorch.serializedMatMul(x, self.decoder.weight.t(),
+                                        poptorch.MatMulSerializationMode.OutputChannels,
+                                        self.steps)
+        return out + self.decoder.bias
+
+
+def _checkpoint(module, inputs, output):
+    """A forward hook: the layer's output is a recomputation checkpoint."""
+    if isinstance(output, torch.Tensor):
+        return poptorch.recomputationCheckpoint(output)
+    return (poptorch.recomputationCheckpoint(output[0]), *output[1:])
+
+
 class Pretraining(torch.nn.Module):
-    """Graphcore's pretraining wrapper: the encoder, the masked tokens gathered before
-    the (tied) masked-LM head, the next-sentence head; returns the summed loss."""
+    """Graphcore's pretraining wrapper: the encoder, the masked tokens gathered (a matmul
+    by their one-hot positions) before the (tied) masked-LM head, the next-sentence head;
+    returns the summed loss."""
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()
@@ -66,8 +110,8 @@ class Pretraining(torch.nn.Module):
         out = self.bert(input_ids=input_ids, attention_mask=attention_mask,
                         token_type_ids=token_type_ids)
         hidden = out.last_hidden_state
-        index = masked_positions.unsqueeze(-1).expand(-1, -1, hidden.shape[-1])
-        scores, nsp = self.cls(torch.gather(hidden, 1, index), out.pooler_output)
+        onehot = torch.nn.functional.one_hot(masked_positions, SEQUENCE).to(hidden.dtype)
+        scores, nsp = self.cls(torch.matmul(onehot.detach(), hidden), out.pooler_output)
         mlm = torch.nn.functional.cross_entropy(scores.float().flatten(0, 1),
                                                 masked_labels.flatten())
         nsp_loss = torch.nn.functional.cross_entropy(nsp.float(), nsp_labels)
@@ -88,7 +132,9 @@ def layers_per_ipu(setup: Setup, layers: int) -> tuple[int, ...]:
 
 def model(setup: Setup, layers: int) -> tuple[torch.nn.Module, list[poptorch.Stage]]:
     """The blocked model and its pipeline stages: the embeddings (with IPU 0's layers),
-    one stage per further encoder IPU, then the heads back on IPU 0."""
+    one stage per further encoder IPU, then the heads back on IPU 0; every layer's
+    output but the last on its IPU checkpointed, the vocabulary projection serialised
+    (module docstring)."""
     import_torchvision()  # transformers imports torchvision when it is installed
     import transformers  # optional dependency: only the BERT configurations need it
 
@@ -97,14 +143,19 @@ def model(setup: Setup, layers: int) -> tuple[torch.nn.Module, list[poptorch.Sta
         vocab_size=VOCAB, hidden_size=1024, num_hidden_layers=layers,
         num_attention_heads=16, intermediate_size=4096, max_position_embeddings=SEQUENCE,
         attention_probs_dropout_prob=0.0)
-    wrapped = Pretraining(transformers.BertForPreTraining(config)).half()
+    wrapped = Pretraining(transformers.BertForPreTraining(config))
+    predictions = wrapped.cls.predictions
+    predictions.decoder = SerializedDecoder(predictions.decoder, setup.vocab_steps)
+    wrapped = wrapped.half()
     poptorch.BeginBlock(wrapped.bert.embeddings, "Embedding", ipu_id=0)
     stages, layer = [(0, ["Embedding"])], 0
     for offset, count in enumerate(layers_per_ipu(setup, layers)):
         ipu = setup.encoder_start_ipu + offset
         if ipu:
             stages.append((ipu, []))
-        for _ in range(count):
+        for index in range(count):
+            if index < count - 1:
+                wrapped.bert.encoder.layer[layer].register_forward_hook(_checkpoint)
             poptorch.BeginBlock(wrapped.bert.encoder.layer[layer], f"Layer{layer}",
                                 ipu_id=ipu)
             stages[-1][1].append(f"Layer{layer}")

@@ -30,6 +30,7 @@ import torch
 from torch.export import exported_program
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
+from poptorch._frontend.attention_decompositions import attention_decompositions
 from poptorch._frontend.norm_decompositions import norm_decompositions
 from poptorch._frontend.reduction_decompositions import reduction_decompositions
 
@@ -69,6 +70,7 @@ def decompositions() -> dict:
         table[getattr(aten, name).Scalar] = _scalar_to_tensor(getattr(aten, name).Tensor)
     table.update(reduction_decompositions(table))
     table.update(norm_decompositions(table))  # half batch norm stays half (popnn)
+    table.update(attention_decompositions(table))  # half softmax, attention stay half
     return table
 
 

@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - PyTorch's own alias
 from torch.overrides import TorchFunctionMode
 
+from poptorch._frontend.attention_decompositions import scaled_dot_product_attention
 from poptorch.errors import Error
 
 
@@ -195,6 +196,8 @@ _ROUTES: dict[Callable, Callable] = {
     torch.scatter: _scatter(torch.scatter, False),
     torch.Tensor.scatter: _scatter(torch.Tensor.scatter, False),
     torch.Tensor.scatter_: _scatter(torch.Tensor.scatter_, True),
+    # half attention in half, as PopART's matmuls and softmax (attention_decompositions)
+    F.scaled_dot_product_attention: scaled_dot_product_attention,
 }
 
 

@@ -37,7 +37,15 @@ to its op's particulars with `functools.partial`).
 - Gathers (gather, index_select, index, embedding_bag, scatter, index_put): a tile
   copies its e result elements (`ceil(e*b / memcpyBytesPerCycle)`) and receives them
   plus the indices: `recv = e*b + index bytes`; a lookup in a pre-arranged table
-  (`GATHERS_FROM_TABLE`) receives only the indices (popops::multiSlice).
+  (`GATHERS_FROM_TABLE`) receives only the indices (popops::multiSlice). An op with an
+  index per element (`ELEMENT_INDEXED`: torch.gather's index has the result's shape,
+  scatter's the updates') receives only the indices of its tile's share e / n of the
+  result, `ceil(index bytes * e / n)`, and a scatter its share of the updates instead
+  of the result: the sliced dimension stays whole on a tile and the others are split
+  (popops::createSliceableTensor), and a multiSlice / multiUpdate vertex is given the
+  offsets of the slices it makes (graphcore/poplibs lib/popops/DynamicSlice.cpp,
+  generateMultiSliceVertices / multiUpdate; gather is a multiSlice,
+  lib/popops/GatherInternal.cpp).
 - Available memory proportion p (spec 4.6.9; default 0.6; an op's own
   `ipu.available_memory` attribute, from `poptorch.set_available_memory`, wins): the
   received slabs (and partial sums) of AMP ops and gathers are temporary memory, capped
@@ -74,7 +82,13 @@ from torch_mlir import ir
 
 from poptorch.dialects.convolution_backward import ConvWeightGradOp
 from poptorch.dialects.elementwise import BINARY_OPS
-from poptorch.dialects.indexing import EmbeddingBagOp, GatherOp, IndexOp, IndexSelectOp
+from poptorch.dialects.indexing import (
+    EmbeddingBagOp,
+    GatherOp,
+    IndexOp,
+    IndexSelectOp,
+    ScatterOp,
+)
 from poptorch.dialects.linear import MatMulOp
 from poptorch.runtime.machine.layout import shared_matrix
 from poptorch.runtime.machine.plan import OpCost, Plan, vector_cycles, vector_rate
@@ -90,6 +104,9 @@ ADD, MUL, MAX = BINARY_OPS["add"], BINARY_OPS["mul"], BINARY_OPS["max"]
 
 # Gathers that read rows of their operand 0 (the table) at the indices.
 GATHERS_FROM_TABLE = (GatherOp, IndexSelectOp, IndexOp, EmbeddingBagOp)
+# Gathers and scatters with an index per element, shaped like the result (gather) or
+# the updates (scatter, operand 2), not per looked-up row.
+ELEMENT_INDEXED = (GatherOp, ScatterOp)
 
 Dims = tuple[int, int, int, int]  # (B, M, N, K) of an AMP op
 
@@ -238,13 +255,19 @@ def gather(p: Plan) -> OpCost:
     """A tile copies its result share, receiving it and the indices; a lookup in a
     pre-arranged table (GATHERS_FROM_TABLE with a `layout.pre_arranged` operand 0: an
     embedding's weight) finds its rows on the tile (popops::multiSlice over a
-    createSliceableTensor table split by columns) and receives only the indices."""
+    createSliceableTensor table split by columns) and receives only the indices. An
+    ELEMENT_INDEXED op receives only its share of the indices (a scatter, of the
+    updates too)."""
     indices = [v for v in p.op.operands[1:] if isinstance(element_type(v), ir.IntegerType)]
     index_bytes = sum(value_bytes(v) for v in indices)
     count = max(1, sum(math.prod(static_shape(v, p.op)) for v in indices))
     compute = math.ceil(p.per_tile * p.bytes / p.machine.memcpyBytesPerCycle)
     looked_up = p.op_class in GATHERS_FROM_TABLE and p.arranged[0]
     share = 0 if looked_up else p.per_tile * p.bytes
+    if p.op_class in ELEMENT_INDEXED:  # the tile's share of the indices (and updates)
+        index_bytes = math.ceil(index_bytes * p.per_tile / p.out)
+        if p.op_class is ScatterOp:
+            share = math.ceil(value_bytes(p.op.operands[2]) * p.per_tile / p.out)
     return p.choose([p.serialised(compute, share + index_bytes, count, p.tiles)])
 
 

@@ -4,6 +4,10 @@ embeddings and the tied masked-LM head on IPU 0, 24 layers on IPUs 1-7 as 3/3/3/
 (`encoder_start_ipu` 1), 8 replicas of 8 IPUs over 16 IPU-M2000s, micro-batch 2 packs,
 gradient accumulation 96 (3072 sequences a step), all memory available to temporaries,
 LAMB (beta1 0.80) with its state on chip, sharded over the replicas.
+
+Recomputation checkpoints, the one-hot gather of the masked tokens and the vocabulary
+projection in 5 serialised steps as on the IPU-POD16 (bert_large_mlperf_pod16.py,
+bert.py).
 """
 
 from __future__ import annotations
@@ -21,13 +25,15 @@ QUICK_LAYERS = 7
 # 175,162 sequences in 40.753 s
 PUBLISHED = bert.mlperf_published("IPU-POD64", start_ms=1621537536532, stop_ms=1621537577285,
                                   done_before=175_523, done_after=350_685)
-REASON = ("within the aim. Per IPU the model loses 17% from the POD16 (94.8 to 78.8 "
-          "sequences/s; pipeline 8 deep, IPU-Link copies 2%, RTS collectives 1%), "
-          "hardware 25%: the other 8 points are not explained by anything modelled. Step "
-          "as on the POD16: matmuls at the peak AMP rate, GELU backward decomposed. "
-          "Memory refused: IPU 0 (embeddings and heads) needs 1,837 MiB, 876 of them the "
-          "temporaries of the tied 30522 x 1024 embedding's ops. Port: PopART run in "
-          "PopTorch, 2 sequences a pack")
+REASON = ("the model is too fast, as on the POD16 (matmuls at the peak AMP rate; the "
+          "attention in fp16 as PopART's: with it in f32 this row read 1.26x). Per IPU the "
+          "model loses 17% from the POD16 (124 to 103 sequences/s; pipeline 8 deep, IPU-Link "
+          "copies 3%, RTS collectives 1%), hardware 25%. Memory fits (IPU 5 653 of 897 MiB). "
+          "Refused before: IPU 0 1,137 MiB, 876 of them temporaries: a torch.gather of the "
+          "masked tokens charged every tile all 608 KiB of its indices, and its backward "
+          "scatter too (the gather and scatter rule now charges a tile its own outputs' "
+          "indices; the submission gathers by a one-hot matmul, as this port now does). "
+          "Port: PopART run in PopTorch, 2 sequences a pack")
 
 
 def build(layers: int | None = None):
