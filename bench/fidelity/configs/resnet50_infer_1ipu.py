@@ -28,14 +28,12 @@ PUBLISHED = Published(
            "copies of the page reachable here",
     measures="PyTorch, ResNet-50 v1.5, IPU-M2000 (4 replicas, one per IPU), generated "
              "data, per-IPU figure = a quarter of the M2000's")
-REASON = ("no published figure reachable. Fits (749 of 858 MiB). Step: convolutions 69% "
-          "(AMP 46%, exchange 23%), batch norm about 24% (torch's decomposition computes "
-          "fp16 batch norm in fp32: casts, sub, mul, add over whole activations; PopLibs "
-          "stays in fp16), host input 31% overlapped on the IO tiles. Found here: AMP "
-          "blocks narrower than the tile's outputs charged convolutions 79% of their MACs "
-          "(fixed); a convolution's input slab is charged as C_in x kernel per output "
-          "row, not the input window poplin exchanges (ConvPlan.cpp "
-          "getMaxInputRangeSize): up to 9x a 3x3 conv's input exchange (not fixed)")
+REASON = ("no published figure reachable. Fits (807 of 858 MiB; temporary 468 MiB: the "
+          "conv plans' input windows and partials). Step: convolutions 83% as poplin's conv "
+          "vertices run them (vertex compute 63%, the input window's exchange 20%; "
+          "runtime/machine/cost_conv.py), batch norm in fp16 with f32 statistics about "
+          "10% (24% when torch's decomposition ran it in f32), host input 31% overlapped "
+          "on the IO tiles")
 
 
 class Overlapped(torch.nn.Module):
