@@ -27,19 +27,19 @@ Other inputs (and grouped-query attention) keep torch's decompositions.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F  # noqa: N812 - PyTorch's own alias
 
+from poptorch._frontend.norm_decompositions import HALF, with_fallback
+
 aten = torch.ops.aten
-_HALF = (torch.float16, torch.bfloat16)
 
 
 def _softmax(previous: Callable, x, dim, half_to_float):
-    if x.dtype not in _HALF or half_to_float or x.dim() == 0:
+    if x.dtype not in HALF or half_to_float or x.dim() == 0:
         return previous(x, dim, half_to_float)
     shifted = x - torch.amax(x, dim, keepdim=True)
     exps = torch.exp(shifted)
@@ -48,7 +48,7 @@ def _softmax(previous: Callable, x, dim, half_to_float):
 
 
 def _softmax_backward(previous: Callable, grad_output, output, dim, input_dtype):
-    if output.dtype not in _HALF or input_dtype != output.dtype or output.dim() == 0:
+    if output.dtype not in HALF or input_dtype != output.dtype or output.dim() == 0:
         return previous(grad_output, output, dim, input_dtype)
     product = grad_output * output
     total = torch.sum(product, dim, keepdim=True, dtype=torch.float32)
@@ -83,7 +83,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     reach the decomposition table); other inputs and grouped-query attention go to
     torch's."""
     grouped = bool(enable_gqa) and query.shape[-3] != key.shape[-3]
-    if query.dtype not in _HALF or grouped:
+    if query.dtype not in HALF or grouped:
         return F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p,
                                               is_causal, scale=scale, enable_gqa=enable_gqa)
     return _scores(query, key, value, attn_mask, dropout_p, is_causal, scale)
@@ -91,6 +91,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 def attention_decompositions(table: dict) -> dict:
     """The half softmax decompositions, each falling back to `table`'s own entry."""
-    ops = {aten._softmax.default: _softmax,
-           aten._softmax_backward_data.default: _softmax_backward}
-    return {op: functools.partial(rule, table[op]) for op, rule in ops.items()}
+    return with_fallback(table, {aten._softmax.default: _softmax,
+                                 aten._softmax_backward_data.default: _softmax_backward})

@@ -31,7 +31,7 @@ from collections.abc import Callable
 import torch
 
 aten = torch.ops.aten
-_HALF = (torch.float16, torch.bfloat16)
+HALF = (torch.float16, torch.bfloat16)  # the 16-bit float types these rules keep
 
 
 def _channels(t: torch.Tensor, rank: int) -> torch.Tensor:
@@ -39,13 +39,15 @@ def _channels(t: torch.Tensor, rank: int) -> torch.Tensor:
     return t.reshape([-1] + [1] * (rank - 2))
 
 
-def _statistics(x: torch.Tensor, dims: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The batch mean and biased variance of half `x` over `dims`, in float32."""
+def _statistics(x: torch.Tensor, dims: list[int]
+                ) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The batch mean and biased variance of half `x` over `dims`, in float32, and the
+    count of values each channel's statistics reduce."""
     count = x.numel() // x.shape[1]
     mean = torch.sum(x, dims, keepdim=True, dtype=torch.float32) / count
     centred = x - mean.to(x.dtype)
     var = torch.sum(centred * centred, dims, keepdim=True, dtype=torch.float32) / count
-    return mean, var
+    return mean, var, count
 
 
 def _normalise(x, mean, rstd, weight, bias):
@@ -61,11 +63,11 @@ def _normalise(x, mean, rstd, weight, bias):
 
 def _functional(previous: Callable, input, weight, bias, running_mean, running_var,
                 training, momentum, eps):
-    if input.dtype not in _HALF or not training:
+    if input.dtype not in HALF or not training:
         return previous(input, weight, bias, running_mean, running_var, training,
                         momentum, eps)
     dims = [0, *range(2, input.dim())]
-    mean, var = _statistics(input, dims)
+    mean, var, count = _statistics(input, dims)
     rstd = torch.rsqrt(var + eps)
     out = _normalise(input, mean, rstd, weight, bias)
     save_mean, save_rstd = mean.flatten(), rstd.flatten()
@@ -73,7 +75,6 @@ def _functional(previous: Callable, input, weight, bias, running_mean, running_v
     if running_mean is not None:
         new_mean = momentum * save_mean + (1 - momentum) * running_mean
     if running_var is not None:
-        count = input.numel() // input.shape[1]
         new_var = momentum * var.flatten() * (count / max(1, count - 1)) + \
             (1 - momentum) * running_var
     return (out, save_mean.to(input.dtype), save_rstd.to(input.dtype), new_mean, new_var)
@@ -81,7 +82,7 @@ def _functional(previous: Callable, input, weight, bias, running_mean, running_v
 
 def _no_training(previous: Callable, input, weight, bias, running_mean, running_var,
                  momentum, eps):
-    if input.dtype not in _HALF:
+    if input.dtype not in HALF:
         return previous(input, weight, bias, running_mean, running_var, momentum, eps)
     rank = input.dim()
     mean = _channels(running_mean.to(torch.float32), rank)
@@ -92,7 +93,7 @@ def _no_training(previous: Callable, input, weight, bias, running_mean, running_
 
 def _backward(previous: Callable, grad_out, input, weight, running_mean, running_var,
               save_mean, save_invstd, train, eps, output_mask):
-    if input.dtype not in _HALF:
+    if input.dtype not in HALF:
         return previous(grad_out, input, weight, running_mean, running_var, save_mean,
                         save_invstd, train, eps, output_mask)
     rank, dims = input.dim(), [0, *range(2, input.dim())]
@@ -118,9 +119,15 @@ def _backward(previous: Callable, grad_out, input, weight, running_mean, running
     return grad_input, grad_weight, grad_bias
 
 
+def with_fallback(table: dict, rules: dict) -> dict:
+    """Each op's rule of `rules`, given `table`'s own entry for that op as its first
+    argument (what it falls back to for inputs it leaves alone)."""
+    return {op: functools.partial(rule, table[op]) for op, rule in rules.items()}
+
+
 def norm_decompositions(table: dict) -> dict:
     """The half batch-norm decompositions, each falling back to `table`'s own entry."""
-    ops = {aten._native_batch_norm_legit_functional.default: _functional,
-           aten._native_batch_norm_legit_no_training.default: _no_training,
-           aten.native_batch_norm_backward.default: _backward}
-    return {op: functools.partial(rule, table[op]) for op, rule in ops.items()}
+    return with_fallback(table, {
+        aten._native_batch_norm_legit_functional.default: _functional,
+        aten._native_batch_norm_legit_no_training.default: _no_training,
+        aten.native_batch_norm_backward.default: _backward})
