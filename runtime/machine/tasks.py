@@ -24,7 +24,12 @@ from typing import NamedTuple
 from torch_mlir import ir
 
 from poptorch.dialects import op_class
-from poptorch.dialects.placement import int_attribute, placement, symbol_table
+from poptorch.dialects.placement import (
+    int_attribute,
+    placement,
+    str_attribute,
+    symbol_table,
+)
 from poptorch.dialects.structure import CopyOp, RemoteLoadOp, RemoteStoreOp
 from poptorch.errors import Error
 from poptorch.runtime.machine.control_flow import REGION_OPS, region_cost
@@ -190,8 +195,7 @@ class TaskGraph:
                              stash_users=[set() for _ in op.results])
                 node.cost = self.function_cost(callee, node.ipu)
                 self.calls.append(node)
-                if self.micro_batches > 1 and "ipu.kind" in op.attributes and ir.StringAttr(
-                        op.attributes["ipu.kind"]).value == "backward":
+                if self.micro_batches > 1 and str_attribute(op, "ipu.kind") == "backward":
                     partials[node.call] = {  # this node's index is len(self.nodes)
                         k: {(len(self.nodes), j) for j in into}
                         for k, into in self._accumulated_partials(callee).items()}
