@@ -2,6 +2,9 @@
 // RUN: ipu-opt %s --ipu-recompute=fused-stage=true --split-input-file | FileCheck %s
 // RUN: ipu-opt %s --pass-pipeline='builtin.module(ipu-recompute{fused-stage})' \
 // RUN:   --split-input-file | FileCheck %s
+// RUN: not ipu-opt %s --ipu-recompute=fused-stage=maybe --split-input-file -o /dev/null 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD
+// BAD: option 'fused-stage' of pass 'ipu-recompute' expects a boolean (true/false), got 'maybe'
 
 // One stage on IPU 0 (a model that is not pipelined: the last forward stage is fused
 // with its backward). Pipeline recomputation leaves it alone. With fused-stage
