@@ -98,6 +98,7 @@ from poptorch.runtime.machine import cost_conv, cost_user
 from poptorch.runtime.machine import cost_families as family
 from poptorch.runtime.machine import cost_multiconv as multiconv
 from poptorch.runtime.machine.cost_ctc import ctc_beam_search_decoder
+from poptorch.runtime.machine.cost_matmul import matmul
 from poptorch.runtime.machine.cost_serialized import serialized_matmul
 from poptorch.runtime.machine.plan import OpCost, Plan
 from poptorch.runtime.machine.system import DEFAULT_AVAILABLE_MEMORY, GC200, Machine
@@ -126,7 +127,7 @@ COST_RULES: dict[type, CostRule] = {
     **dict.fromkeys((*UNARY_OPS.values(), *BINARY_OPS.values(), *COMPARE_OPS.values(),
                      SelectOp, CastOp), family.elementwise),
     # AMP ops: a batch of (M x K) @ (K x N) products, dims per op
-    MatMulOp: functools.partial(family.amp, dims=family.matmul_dims),
+    MatMulOp: matmul,  # poplin's 1x1 conv vertex (cost_matmul)
     ConvOp: multiconv.conv,  # plain, or grouped by poptorch.MultiConv (cost_multiconv)
     # the input and weight gradients: poplin's conv vertices, as the forward (cost_conv)
     ConvTransposeOp: cost_conv.conv,

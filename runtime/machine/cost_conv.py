@@ -214,8 +214,10 @@ def _retention_1x1(v: Vertex) -> tuple[int, int]:
     return 0, 0
 
 
-def one_by_one_cycles(v: Vertex, positions: int, in_groups: int, out_groups: int) -> int:
-    """getConvPartial1x1SupervisorCycleEstimate of a tile's `positions` in one row."""
+def one_by_one_cycles(v: Vertex, positions: int, in_groups: int, out_groups: int,
+                      conv_groups: int = 1) -> int:
+    """getConvPartial1x1SupervisorCycleEstimate of a tile's `positions` in one row, for
+    each of its `conv_groups`."""
     workers = v.workers
     runs = [r[0] if r else None for r in worker_runs(1, positions, workers)]
 
@@ -226,17 +228,19 @@ def one_by_one_cycles(v: Vertex, positions: int, in_groups: int, out_groups: int
     common = 1 if (not v.float_acts and v.units == 16) or v.float_partials else 0
     loads = v.weight_loads(1)
     first, per_in = _retention_1x1(v)
-    return (50 + workers * (first + per_in * (in_groups - 1))
-            + 12 + common
-            + (in_groups - 1) * (15 - common + 1 + out_groups * (
-                19 + v.passes * (6 + loads + inner(False))))
-            + 10 + 1 + out_groups * (19 - common + v.passes * (7 + loads + inner(True))))
+    return (50 + workers * (first + per_in * (in_groups * conv_groups - 1))
+            + conv_groups * (
+                12 + common
+                + (in_groups - 1) * (15 - common + 1 + out_groups * (
+                    19 + v.passes * (6 + loads + inner(False))))
+                + 10 + 1 + out_groups * (19 - common + v.passes * (7 + loads + inner(True)))))
 
 
 @dataclass(frozen=True)
 class Conv:
     """One convolution in canonical form (module docstring), and how its tiles' operand
-    slabs are counted: `received(tile)` gives (activation-side, weight-side) bytes."""
+    slabs are counted: `received(rows, width, ci, co)` gives the (activation-side,
+    weight-side) bytes of one conv group; `groups` conv groups (a batched matmul's)."""
 
     rows: int
     width: int
@@ -246,6 +250,7 @@ class Conv:
     stride: tuple[int, int]  # output positions a kernel position meets: 1 in s
     one_by_one: bool
     received: Callable[[int, int, int, int], tuple[int, int]]
+    groups: int = 1
 
 
 def _attr(op: ir.Operation, name: str, rank: int, default: int) -> list[int]:
@@ -343,10 +348,11 @@ def _vertices(p: Plan) -> list[Vertex]:
             for group in range(weights, 0, -load) if weights % group == 0]
 
 
-def conv_plans(p: Plan) -> list[tuple[OpCost, int]] | None:
-    """The plans weighed for a convolution-like op (module docstring), None for one with
-    conv groups (planned by `cost_families.amp`)."""
-    conv = canonical(p)
+def conv_plans(p: Plan, conv: Conv | None = None) -> list[tuple[OpCost, int]] | None:
+    """The plans weighed for a convolution-like op (module docstring), or for `conv`
+    when given (a matmul, `cost_matmul`); None for a convolution with conv groups
+    (planned by `cost_families.amp`)."""
+    conv = conv or canonical(p)
     if conv is None:
         return None
     plans, tiles = [], p.available
@@ -355,16 +361,22 @@ def conv_plans(p: Plan) -> list[tuple[OpCost, int]] | None:
         in_groups_total = math.ceil(conv.in_chans / v.in_group)
         out_groups_total = math.ceil(conv.out_chans / v.out_group)
         partial_bits = 32 if v.float_partials else 16
-        for po, pi in itertools.product(_splits(out_groups_total, tiles),
-                                        _splits(in_groups_total, tiles)):
-            if po * pi > tiles:
+        for pg, po, pi in itertools.product(_splits(conv.groups, tiles),
+                                            _splits(out_groups_total, tiles),
+                                            _splits(in_groups_total, tiles)):
+            if pg * po * pi > tiles:
                 continue
-            plans.append(_plan(p, conv, v, po, pi, tiles // (po * pi), partial_bits))
+            plans.append(_plan(p, conv, v, (pg, po, pi), tiles // (pg * po * pi),
+                               partial_bits))
     return plans
 
 
-def _plan(p: Plan, conv: Conv, v: Vertex, po: int, pi: int, field_tiles: int,
+def _plan(p: Plan, conv: Conv, v: Vertex, split: tuple[int, int, int], field_tiles: int,
           partial_bits: int) -> tuple[OpCost, int]:
+    """A plan splitting the conv groups, output channel groups and input channel groups
+    over `split` (pg, po, pi) tiles, and the field over `field_tiles`."""
+    pg, po, pi = split
+    groups = math.ceil(conv.groups / pg)  # conv groups on a tile
     out_groups = math.ceil(math.ceil(conv.out_chans / v.out_group) / po)
     in_groups = math.ceil(math.ceil(conv.in_chans / v.in_group) / pi)
     ci, co = min(conv.in_chans, in_groups * v.in_group), min(conv.out_chans,
@@ -373,20 +385,20 @@ def _plan(p: Plan, conv: Conv, v: Vertex, po: int, pi: int, field_tiles: int,
         field = conv.rows * conv.width
         pf = min(field_tiles, field)
         rows, width = 1, math.ceil(field / pf)
-        compute = one_by_one_cycles(v, width, in_groups, out_groups)
+        compute = one_by_one_cycles(v, width, in_groups, out_groups, groups)
     else:
         pf = min(field_tiles, conv.rows * conv.width)
         if pf <= conv.rows:
             rows, width = math.ceil(conv.rows / pf), conv.width
         else:
             rows, width = 1, math.ceil(conv.width / (pf // conv.rows))
-        compute = nx1_cycles(v, rows, width, conv.kernel, in_groups, out_groups,
-                             conv.stride)
-    act, weight = conv.received(rows, width, ci, co)
+        compute = groups * nx1_cycles(v, rows, width, conv.kernel, in_groups, out_groups,
+                                      conv.stride)
+    act, weight = (groups * b for b in conv.received(rows, width, ci, co))
     lhs, rhs = (1, 0) if p.op_class is ConvWeightGradOp else (0, 1)
     received = (act - act // po if p.arranged[lhs] else act) + \
         (weight - weight // pf if p.arranged[rhs] else weight)
-    outputs = rows * width * co
+    outputs = groups * rows * width * co
     reduction = (0, 0)
     if pi > 1:  # each of the split's tiles sums 1/pi of the others' partials
         share = math.ceil(outputs * (pi - 1) / pi)
@@ -396,7 +408,7 @@ def _plan(p: Plan, conv: Conv, v: Vertex, po: int, pi: int, field_tiles: int,
     if partial_bits > 8 * p.bytes:  # estimateCastCycles: fp32 partials to the result
         n = math.ceil(math.ceil(outputs / pi) / v.workers)
         compute += (max(math.ceil(n / 2), math.ceil(n / 4)) + 26) * v.workers
-    tiles = pf * po * pi
+    tiles = pf * po * pi * pg
     cost, temporary = p.serialised(compute, received, in_groups, tiles, reduction)
     copy, moved = _rearrangement(p, conv, v, tiles)
     if not moved:

@@ -14,8 +14,8 @@ to its op's particulars with `functools.partial`).
   `c` cycles per loop of `u` elements (`plan.VECTOR_RATES`, one natural 64-bit vector a
   cycle unless listed), and the barrel-threaded tile issues for one worker every W
   cycles: `vector_cycles(e) = ceil(ceil(e / W) / u) * c * W`.
-- AMP ops (matmul; grouped conv, conv_transpose, conv_weight_grad: ungrouped ones are
-  poplin's conv vertices, `cost_conv`) are a batch of B products of
+- AMP ops (grouped conv, conv_transpose, conv_weight_grad: ungrouped ones, and matmuls,
+  are poplin's conv vertices, `cost_conv` and `cost_matmul`) are a batch of B products of
   (M x K) by (K x N), planned with K split in d parts (d = 1, 2, 4, ... <= K). The B*M*N
   outputs spread over t = min(spread(B*M*N, b), T // d) tiles, A = ceil(B*M*N / t)
   each: g = ceil(A / (M*N)) whole products when A >= M*N, else an mb x nb block with

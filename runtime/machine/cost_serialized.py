@@ -1,15 +1,15 @@
 """The cost rule of `ipu.serialized_matmul` (poptorch.serializedMatMul): `factor`
 products of a slice, one after the other.
 
-Each slice is planned as the AMP op it is (`cost_families.amp`, poplin's matmul
-planner stand-in) on its own (B, M, N, K), M, N or K divided by the factor, and the
-slices run in sequence (`OpCost.__add__`: cycles add up, the temporary is the slice's,
-freed between slices). Over the reducing dimension the slices' results are summed:
-factor - 1 additions of the result share, at popops' add rate for the partials' type
-(fp32 with keep_precision, else the result's; `plan.VECTOR_RATES`). So a serialised
-product costs more cycles (factor times the syncs and exchange set-up of smaller
-steps) and less temporary memory than the plain one, which is what PopART's
-serialisation trades (graphcore/popart, willow/src/transforms/serializematmuls.cpp).
+Each slice is planned as the product it is (`cost_matmul`: poplin's 1x1 convolution)
+on its own (B, M, N, K), M, N or K divided by the factor, and the slices run in
+sequence (`OpCost.__add__`: cycles add up, the temporary is the slice's, freed between
+slices). Over the reducing dimension the slices' results are summed: factor - 1
+additions of the result share, at popops' add rate for the partials' type (fp32 with
+keep_precision, else the result's; `plan.VECTOR_RATES`). So a serialised product costs
+more cycles (factor times the syncs and exchange set-up of smaller steps) and less
+temporary memory than the plain one, which is what PopART's serialisation trades
+(graphcore/popart, willow/src/transforms/serializematmuls.cpp).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import operator
 from torch_mlir import ir
 
 from poptorch.runtime.machine import cost_families as family
+from poptorch.runtime.machine.cost_matmul import matmul
 from poptorch.runtime.machine.plan import OpCost, Plan, vector_cycles, vector_rate
 
 
@@ -37,7 +38,7 @@ def slice_dims(p: Plan) -> family.Dims:
 
 def serialized_matmul(p: Plan) -> OpCost:
     factor = ir.IntegerAttr(p.op.attributes["factor"]).value
-    one = family.amp(p, dims=slice_dims)
+    one = matmul(p, dims=slice_dims)
     total = functools.reduce(operator.add, [one] * factor)
     if ir.StringAttr(p.op.attributes["mode"]).value == "reducing_dim" and factor > 1:
         keep = ir.BoolAttr(p.op.attributes["keep_precision"]).value

@@ -10,10 +10,10 @@ import itertools
 import math
 from dataclasses import replace
 
+from test_cost_model import amp_cost
 from torch_mlir import ir
 
 from poptorch.dialects import make_context
-from poptorch.runtime.machine.cost import op_cost
 from poptorch.runtime.machine.cost_families import _blocks
 from poptorch.runtime.machine.system import GC200
 
@@ -48,7 +48,8 @@ def test_every_block_holds_its_tiles_outputs():
         assert block_rows <= rows and block_cols <= cols
 
 
-def test_narrow_matmul_costs_its_macs_at_the_amp_rate():
+def test_narrow_product_costs_its_macs_at_the_amp_rate():
+    """The AMP family (grouped convolutions' rule) on a narrow product."""
     module = ir.Module.parse(NARROW, make_context())
     func = next(op for op in module.body.operations if "sym_name" in op.attributes)
     matmul = next(iter(func.regions[0].blocks[0].operations))
@@ -57,6 +58,6 @@ def test_narrow_matmul_costs_its_macs_at_the_amp_rate():
     # 8 * 4 * 64 / 16 fp32 MACs a cycle = 128 cycles, exactly the op's 2,097,152 MACs
     # over 1024 tiles x 16. The square 6 x 4 block charged 96.
     slow_sync = replace(GC200, globalSyncCycles=10**6)
-    cost = op_cost(matmul, slow_sync)
+    cost = amp_cost(matmul, slow_sync)
     assert cost.compute == math.ceil(8 * 4 * 64 / 16) == 128
     assert cost.compute * 1024 * GC200.fp32AmpMacsPerCycle == 8192 * 4 * 64

@@ -13,6 +13,7 @@ from test_cost_model import compiled_ops, named, ops_of
 
 import poptorch
 from poptorch.runtime.machine.cost import op_cost
+from poptorch.runtime.machine.cost_conv import Vertex, one_by_one_cycles
 from poptorch.runtime.machine.system import GC200
 
 M = GC200
@@ -32,16 +33,33 @@ def linear_matmul(dtype: torch.dtype, partials: torch.dtype | None = None):
     return named(ops_of(ipu._compiled.module_text), "ipu.matmul")
 
 
+# poplin runs a matmul as a 1x1 convolution (`cost_matmul`): the conv units of its
+# vertex follow the AMP rate, units x weightsPerConvUnit / coreCycles MACs a cycle:
+# floats 16 x 8 / 8 = 16 (fp32AmpMacsPerCycle); halves with fp32 partials 8 x 16 / 4 =
+# 32 (FP16.32), with fp16 partials 16 x 16 / 4 = 64 (FP16.16).
+F32 = Vertex(float_acts=True, float_partials=True, units=16, in_group=8, out_group=16,
+             workers=WORKERS)
+F16_32 = Vertex(float_acts=False, float_partials=True, units=8, in_group=16, out_group=16,
+                workers=WORKERS)
+F16_16 = Vertex(float_acts=False, float_partials=False, units=16, in_group=16,
+                out_group=16, workers=WORKERS)
+
+
 def test_fp16_linear_is_charged_at_the_fp16_rates():
-    # 94208 outputs, 64 a tile whatever the block's shape (8 x 8, 4 x 16, ...: 128 bytes
-    # of f16 or 256 of f32 a tile), each over all of K = 64: 4096 MACs a tile.
+    assert F32.units * 8 // F32.core == M.fp32AmpMacsPerCycle
+    assert F16_32.units * 16 // F16_32.core == M.fp16InFp32OutAmpMacsPerCycle
+    # 5888 positions on 1472 tiles, 4 a tile, one output group of 16 channels, K = 64
+    # input channels: 8 groups of 8 floats, 4 groups of 16 halves.
     f32, f16 = linear_matmul(torch.float32), linear_matmul(torch.float16)
     assert "(tensor<5888x64xf16>, tensor<64x16xf16>) -> tensor<5888x16xf16>" in str(f16)
-    assert op_cost(f32, SLOW_SYNC).compute == 4096 // M.fp32AmpMacsPerCycle == 256
-    # PopLibs' default fp32 partials: FP16.32, 32 MACs a cycle
-    assert op_cost(f16, SLOW_SYNC).compute == 4096 // M.fp16InFp32OutAmpMacsPerCycle == 128
+    assert op_cost(f32, SLOW_SYNC).compute == one_by_one_cycles(F32, 4, 8, 1)
+    # PopLibs' default fp32 partials: FP16.32, and the tile's 64 partials cast to fp16
+    # (estimateCastCycles: ceil(64 / 6) = 11 a worker, (max(6, 3) + 26) x 6 = 192)
+    cast = (max(math.ceil(11 / 2), math.ceil(11 / 4)) + 26) * WORKERS
+    assert op_cost(f16, SLOW_SYNC).compute == one_by_one_cycles(F16_32, 4, 4, 1) + cast \
+        < op_cost(f32, SLOW_SYNC).compute
     explicit = linear_matmul(torch.float16, torch.float)
-    assert op_cost(explicit, SLOW_SYNC).compute == 128
+    assert op_cost(explicit, SLOW_SYNC).compute == op_cost(f16, SLOW_SYNC).compute
 
 
 def test_half_partials_run_at_the_fp16_16_rate():
@@ -50,7 +68,10 @@ def test_half_partials_run_at_the_fp16_16_rate():
     # FP16.16: "1 petaFLOPS" an IPU-M2000 of 4 GC200s, 64 MACs a tile a cycle
     peak = 2 * M.fp16AmpMacsPerCycle * M.tilesPerIPU * M.tileClockFrequency * 4
     assert peak == pytest.approx(1e15, rel=0.01)
-    assert op_cost(half, SLOW_SYNC).compute == 4096 // M.fp16AmpMacsPerCycle == 64
+    assert F16_16.units * 16 // F16_16.core == M.fp16AmpMacsPerCycle
+    # twice the conv units, and no cast: the partials are the result
+    assert op_cost(half, SLOW_SYNC).compute == one_by_one_cycles(F16_16, 4, 4, 1) \
+        < op_cost(linear_matmul(torch.float16), SLOW_SYNC).compute
     # a K split sums its partials in f16: half the bytes of fp32 ones
     long_dot = ops_of("""
 func.func @f(%a: tensor<16x65536xf16>, %b: tensor<65536x16xf16>) {
@@ -91,8 +112,10 @@ def test_pre_arranged_operands_are_not_exchanged():
     assert op_cost(plain, SLOW_SYNC).exchange == 0
     assert op_cost(computed_lhs, SLOW_SYNC).exchange == 16 * 64 * 4 // EXCHANGE == 1024
     assert op_cost(computed_both, SLOW_SYNC).exchange == 2 * 1024
+    # The 1472 products are conv groups, one a tile: 16 positions, 8 input groups of
+    # 8 floats, one output group.
     assert op_cost(plain, SLOW_SYNC).compute == op_cost(computed_both, SLOW_SYNC).compute \
-        == 16 * 16 * 64 // M.fp32AmpMacsPerCycle
+        == one_by_one_cycles(F32, 16, 8, 1)
 
 
 def test_views_and_casts_of_a_weight_stay_pre_arranged():
@@ -114,13 +137,14 @@ def test_views_and_casts_of_a_weight_stay_pre_arranged():
 def test_a_shared_weight_slab_is_received_but_its_share():
     matmul = named(compiled_ops(torch.nn.Linear(256, 512, bias=False),
                                 torch.randn(64, 256)), "ipu.matmul")
-    # test_cost_model's 64 x 256 @ 256 x 512 plan (K split in 8, 14 x 13 blocks over 32
-    # of K): a tile holds 1/40 of its x slab and 1/5 of its weight slab (the 40 and 5
-    # tiles sharing them) and receives the rest, instead of 3456 bytes.
-    received = 1792 - 1792 // 40 + 1664 - 1664 // 5
-    assert received == 3080 < (14 + 13) * 32 * 4
+    # test_cost_model's 64 x 256 @ 256 x 512 plan (16 positions, 24 input channels, 16
+    # output channels a tile): a tile holds 1/32 of its x slab and 1/4 of its weight
+    # slab (the 32 and 4 tiles sharing them) and receives the rest, instead of 3072
+    # bytes; then 233 floats of partials to sum.
+    received = 1536 - 1536 // 32 + 1536 - 1536 // 4
+    assert received == 2640 < (16 + 16) * 24 * 4
     cost = op_cost(matmul)
-    assert cost.exchange == math.ceil(received / EXCHANGE) + 160
+    assert cost.exchange == math.ceil(received / EXCHANGE) + 233
 
 
 def test_a_lookup_in_a_weight_receives_only_the_indices():

@@ -15,7 +15,10 @@ from torch_mlir import ir
 
 import poptorch
 from poptorch.dialects import make_context
-from poptorch.runtime.machine.cost import op_cost, op_cycles
+from poptorch.runtime.machine import cost_families as family
+from poptorch.runtime.machine.cost import op_cost, op_cycles, op_proportion
+from poptorch.runtime.machine.cost_conv import Vertex, one_by_one_cycles
+from poptorch.runtime.machine.plan import Plan, vector_cycles
 from poptorch.runtime.machine.system import (
     GC2,
     GC200,
@@ -50,6 +53,15 @@ def compiled_ops(model: torch.nn.Module, *inputs: torch.Tensor) -> list[ir.OpVie
     ipu = poptorch.inferenceModel(model)
     ipu(*inputs)
     return ops_of(ipu._compiled.module_text)
+
+
+def amp_cost(op: ir.OpView, machine: Machine = M, proportion: float | None = None):
+    """The AMP family's plan of a matmul (`cost_families.amp`): the rule of grouped
+    convolutions, and of matmuls before they became poplin's 1x1 convolutions
+    (`cost_matmul`); its block and K-split planning is pinned here on matmuls."""
+    plan = Plan(op.operation, machine, machine.compute_tiles(0),
+                op_proportion(op.operation, proportion))
+    return family.amp(plan, family.matmul_dims)
 
 
 def amp_by_hand(rows: int, cols: int, depth: int, macs: int, split: int,
@@ -107,7 +119,7 @@ class MatMul(torch.nn.Module):
         return x @ self.w
 
 
-def test_matmul_64x256_by_256x512_f32():
+def test_amp_family_plans_64x256_by_256x512_f32():
     matmul = named(compiled_ops(MatMul(), torch.randn(64, 256)), "ipu.matmul")
     # 64 x 512 = 32768 outputs at 32 a tile would fill 1024 tiles. The planner splits K
     # = 256 in 8: 1472 / 8 = 184 tiles of outputs, ceil(32768 / 184) = 179 each, a 14 x 13
@@ -121,9 +133,9 @@ def test_matmul_64x256_by_256x512_f32():
     # = 84 cycles and 640 bytes (160 cycles) in. Two syncs (globalSyncCycles each).
     assert amp_by_hand(64, 512, 256, 16, 8, arranged=(True, True)) == (
         364 + 84 + 770 + 160 + 2 * SYNC, 3080 + 728)
-    cost = op_cost(matmul)
+    cost = amp_cost(matmul)
     assert (cost.compute, cost.exchange, cost.sync) == (448, 930, 2 * SYNC)
-    assert cost.cycles == op_cycles(matmul) == best_by_hand(64, 512, 256, (True, True))
+    assert cost.cycles == best_by_hand(64, 512, 256, (True, True))
     assert cost.cycles == 448 + 930 + 2 * SYNC
     # With a sync this cheap, splitting K further loses only by a little: in 16 parts,
     # 1472 / 16 = 92 tiles of 19 x 19 blocks (357 outputs) over 16 of K compute
@@ -139,6 +151,39 @@ def test_matmul_64x256_by_256x512_f32():
         576 + math.ceil((6144 - 6144 // 86 + 6144 - 6144 // 11) / 4) + SYNC,
         6144 - 6144 // 86 + 6144 - 6144 // 11)
     assert cost.temporary_bytes == 1472 * (3080 + 728)
+
+
+# The vertex of a matmul of floats: 8-channel input groups (weightsPerConvUnit), 16
+# output channels a group, 16 conv units (fp32AmpMacsPerCycle x coreCycles 8 / 8),
+# float partials.
+F32_VERTEX = Vertex(float_acts=True, float_partials=True, units=16, in_group=8,
+                    out_group=16, workers=WORKERS)
+
+
+def test_matmul_64x256_by_256x512_f32_runs_poplins_1x1_vertex():
+    matmul = named(compiled_ops(MatMul(), torch.randn(64, 256)), "ipu.matmul")
+    # poplin's matmul is a convolution of 64 positions, 256 input channels (32 groups of
+    # 8 floats), 512 output channels (32 groups of 16). The fastest split: output groups
+    # over 32 tiles, input groups over 11 (3 a tile: 24 channels), the 64 positions over
+    # 1472 // (32 x 11) = 4 tiles (16 a tile): 1408 tiles. A tile runs the 1x1 vertex on
+    # 16 positions, 3 input groups, 1 output group, then sums 10/11 of its 16 x 16
+    # partials from the other tiles: ceil(256 x 10 / 11) = 233 floats, 2 a cycle a worker.
+    reduce = vector_cycles(233, (1, 2), M)
+    assert reduce == math.ceil(math.ceil(233 / 6) / 2) * 6 == 120
+    compute = one_by_one_cycles(F32_VERTEX, 16, 3, 1) + reduce
+    # Exchange: the tile's 16 x 24 slab of x (1536 bytes) is shared by the 32 tiles of
+    # its output groups, so it holds 1/32 of it; the 24 x 16 weight slab (1536 bytes) by
+    # the 4 tiles of its positions; then the 233 partials it sums (932 bytes).
+    received = 1536 - 1536 // 32 + 1536 - 1536 // 4
+    exchange = math.ceil(received / EXCHANGE) + 233
+    cost = op_cost(matmul)
+    assert (cost.compute, cost.exchange, cost.sync) == (compute, exchange, 2 * SYNC)
+    assert cost.cycles == op_cycles(matmul)
+    # Not splitting the input groups saves the reduction but pays 32 input groups a
+    # tile's supervisor loop: slower.
+    unsplit = one_by_one_cycles(F32_VERTEX, 2, 32, 1)
+    assert unsplit > cost.cycles
+    assert cost.temporary_bytes == 1408 * (received + 256 * 4)
 
 
 def test_conv2d_4_to_8_channels_3x3():
@@ -193,22 +238,25 @@ def test_amp_rate_by_dtype():
     # (262144 outputs), 14 * 13 * 64 MACs; AMP MACs a cycle 16 (fp32), 32 (fp16 with
     # PopLibs' default fp32 partials: FP16.32).
     slow_sync = replace(M, globalSyncCycles=10**6)
-    assert op_cost(f32, slow_sync).compute == math.ceil(14 * 13 * 64 / 16) == 728
+    assert amp_cost(f32, slow_sync).compute == math.ceil(14 * 13 * 64 / 16) == 728
     assert M.fp16InFp32OutAmpMacsPerCycle == 32
-    assert op_cost(f16, slow_sync).compute == math.ceil(14 * 13 * 64 / 32) == 364
+    assert amp_cost(f16, slow_sync).compute == math.ceil(14 * 13 * 64 / 32) == 364
     # FP8 runs at the FP16 rate on the GC200 (converted), twice the FP16.16 rate on the
     # C600's IPU (ipu21): 128 MACs.
-    assert op_cost(f8, slow_sync).compute == 364
-    assert op_cost(f8, replace(GC200_FP8, globalSyncCycles=10**6)).compute == 91
+    assert amp_cost(f8, slow_sync).compute == 364
+    assert amp_cost(f8, replace(GC200_FP8, globalSyncCycles=10**6)).compute == 91
 
 
 def test_available_memory_trades_temporary_bytes_for_cycles():
     matmul = named(compiled_ops(MatMul(), torch.randn(64, 256)), "ipu.matmul")
-    costs = [op_cost(matmul, proportion=p) for p in (1.0, 0.6, 0.01, 0.003, 0.001, 0.0005)]
-    assert all(a.cycles <= b.cycles for a, b in zip(costs, costs[1:], strict=False))
-    assert all(a.temporary_bytes >= b.temporary_bytes
-               for a, b in zip(costs, costs[1:], strict=False))
-    assert costs[0] == costs[1] == costs[2] and costs[-1].cycles > 4 * costs[0].cycles
+    proportions = (1.0, 0.6, 0.01, 0.003, 0.001, 0.0005)
+    for plan in (op_cost, amp_cost):  # the matmul's rule (poplin's 1x1 vertex) and AMP's
+        costs = [plan(matmul, proportion=p) for p in proportions]
+        assert all(a.cycles <= b.cycles for a, b in zip(costs, costs[1:], strict=False))
+        assert all(a.temporary_bytes >= b.temporary_bytes
+                   for a, b in zip(costs, costs[1:], strict=False))
+        assert costs[0] == costs[1] == costs[2] and costs[-1].cycles > 4 * costs[0].cycles
+    # The AMP family's plans (`costs`, the loop's last), by hand:
     # 0.0005 of 624 KiB: 319 bytes a tile; the unsplit plan of 4 x 8 blocks (11712 bytes
     # to receive, below) in ceil(11712 / 319) = 37 pieces of 317 bytes (80 exchange
     # cycles), each with its sync.
@@ -361,15 +409,16 @@ def test_set_available_memory_reaches_the_ipu_module_and_its_cycles():
     ops = ops_of(ipu._compiled.module_text)
     tuned = named(ops, "ipu.matmul")
     assert "ipu.available_memory" not in named(ops, "ipu.relu").attributes
-    # The op's own proportion wins over the IPU's (the pinned 0.001 plan above).
-    tuned_cycles = 512 + 19 * 155 + 19 * SYNC
-    assert op_cost(tuned, proportion=0.6).cycles == tuned_cycles
     plain = poptorch.inferenceModel(Embed())
     plain(x)
-    # The same program but for the matmul's plan: the split-8 plan of
-    # test_matmul_64x256_by_256x512_f32 against the serialised one.
+    untuned = named(ops_of(plain._compiled.module_text), "ipu.matmul")
+    # The op's own proportion wins over the IPU's: its plan is the 0.001 one.
+    tuned_cycles = op_cost(untuned, proportion=0.001).cycles
+    assert op_cost(tuned, proportion=0.6).cycles == tuned_cycles
+    assert tuned_cycles > op_cost(untuned, proportion=0.6).cycles
+    # The same program but for the matmul's plan.
     assert ipu.getTimeline().total_cycles - plain.getTimeline().total_cycles == (
-        tuned_cycles - (448 + 930 + 2 * SYNC))
+        tuned_cycles - op_cost(untuned, proportion=0.6).cycles)
 
 
 @pytest.mark.parametrize("bad", [1.5, -0.1, "0.5", True])
