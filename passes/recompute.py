@@ -34,7 +34,7 @@ from torch_mlir import ir
 
 from poptorch.dialects import op_class
 from poptorch.dialects.creation import RandomNormalOp, RandomUniformOp
-from poptorch.dialects.placement import functions, placement, producer
+from poptorch.dialects.placement import functions, int_attribute, placement, producer
 
 from .registry import Option, Pass, register
 from .stages import backward_ops
@@ -70,8 +70,7 @@ class Recompute(Pass):
             forward_set = set(forward)
             self._kept = self._after_last_checkpoint(
                 [op for op in forward if self._where(op)[0] == last])
-            self._modifiers = 1 + max((ir.IntegerAttr(op.attributes[SEED_MODIFIER]).value
-                                       for op in ops if SEED_MODIFIER in op.attributes),
+            self._modifiers = 1 + max((int_attribute(op, SEED_MODIFIER, -1) for op in ops),
                                       default=-1)
             clones_of: dict[tuple[int, int], dict] = {}  # one recomputation per stage
             for op in ops:

@@ -43,7 +43,7 @@ from poptorch._frontend.annotations import BeginBlock, begin_block_of
 from poptorch._planner import measure, partition, segments
 from poptorch._planner.partition import SegmentFigures, Split
 from poptorch.enums import AutoStage, PipelineSchedule
-from poptorch.errors import Error
+from poptorch.errors import Error, OutOfMemoryError
 from poptorch.options import Options, TensorLocationSettings
 from poptorch.options.strategies import PipelinedExecution
 
@@ -198,7 +198,6 @@ class _Planner:
                     if training else ""))
         self.micro = segments.micro_batch(args, rows, what)
         self.segments: segments.Segments | None = None
-        self.refusal = ""  # the out-of-memory error of the last measurement refused
 
     def check_micro_batches(self) -> None:
         """A pipeline of `ipus` stages needs that many micro-batches (twice less one in
@@ -257,16 +256,16 @@ class _Planner:
         return measure.compile_placement(self.model, self.optimizer, self.training, opts,
                                          blocks, self.inputs(opts))
 
-    def measure(self, recompute: bool, offchip: bool) -> list[SegmentFigures] | None:
-        """Every segment on its own IPU, in a pipeline of that many stages (None, and the
-        refusal kept, when a segment does not fit even on its own)."""
+    def measure(self, recompute: bool,
+                offchip: bool) -> list[SegmentFigures] | OutOfMemoryError:
+        """Every segment on its own IPU, in a pipeline of that many stages (the compile's
+        refusal when a segment does not fit even on its own)."""
         n = self.segments.count
         need = 2 * n - 1 if self.training else n
         opts, _ = self.variant(recompute, offchip, n, max(self.micro_batches, need))
         figures = self.compile(opts, [self.segments.begins(i) for i in range(n)])
         if not figures.fits:
-            self.refusal = figures.error.message
-            return None
+            return figures.error
         m = opts.Training.gradient_accumulation if self.training else opts.device_iterations
         self.available = figures.available
         result = []
@@ -362,10 +361,11 @@ def plan_pipeline(model: torch.nn.Module, *example_args, ipus: int,
     planner.check_micro_batches()
     if ipus == 1:
         return _single(planner)
-    last = None
+    last, refusal = None, ""
     for rc, off in _variants(recompute, offchip_optimizer):
         figures = planner.measure(rc, off)
-        if figures is None:
+        if isinstance(figures, OutOfMemoryError):
+            refusal = figures.message
             continue
         memory_of = planner.memory_of(figures)
         opts, lines = planner.variant(rc, off, ipus)
@@ -377,7 +377,7 @@ def plan_pipeline(model: torch.nn.Module, *example_args, ipus: int,
                                      (offchip_optimizer, "offchip_optimizer=True")) if not flag]
     if last is None:
         raise Error(f"plan_pipeline: a segment of the model does not fit on one IPU even on "
-                    f"its own ({planner.refusal}); give finer candidates= boundaries"
+                    f"its own ({refusal}); give finer candidates= boundaries"
                     + "".join(f", allow {a}" for a in allow), type="planner")
     figures, memory_of = last
     need, split = partition.smallest_need(figures, ipus, memory_of)

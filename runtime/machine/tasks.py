@@ -106,6 +106,7 @@ class TaskGraph:
         self.main = self.functions["main"]
         self.block = self.main.regions[0].blocks[0]
         self.costs: dict[tuple[str, int], OpCost] = {}
+        self._copies: dict[int, list[int]] = {}  # `_received_copies` of each node
         attrs = self.main.attributes
         self.schedule = (ir.StringAttr(attrs["ipu.schedule"]).value
                          if "ipu.schedule" in attrs else "single")
@@ -259,9 +260,12 @@ class TaskGraph:
         node = self.nodes[source[0]]
         if node.kind == "copy":
             return [source[0]]
-        if node.kind == "other":
-            return [n for s in node.inputs for n in self._received_copies(s)]
-        return []
+        if node.kind != "other":
+            return []
+        if source[0] not in self._copies:  # once a node: a diamond of ops is walked once
+            found = dict.fromkeys(n for s in node.inputs for n in self._received_copies(s))
+            self._copies[source[0]] = list(found)
+        return self._copies[source[0]]
 
     def _accumulated_partials(self, callee: str) -> dict[int, set[int]]:
         """Argument k -> the results of `callee` it is only added into (by one `ipu.add`
