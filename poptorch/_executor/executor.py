@@ -22,6 +22,7 @@ from poptorch._compiler import cache, driver
 from poptorch._executor import batches, input_check, input_updates, persistence, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.device import DeviceLease
+from poptorch._executor.distributed import Processes, process_generator, start_processes
 from poptorch._executor.figures import MachineFigures
 from poptorch._executor.host_io import finish, prepare, traced
 from poptorch._executor.model_copy import (
@@ -73,8 +74,8 @@ class PoplarExecutor(user_api.ExecutorExtras):
         self._destroyed = False
         self._seed: int | None = None  # the device random generator's seed and state
         self._random: np.random.Generator | None = None
-        self._device = DeviceLease()
-        self._device_weights = DeviceWeights()
+        self._device, self._device_weights = DeviceLease(), DeviceWeights()
+        self._processes: Processes | None = None  # Options.Distributed's
         self._figures = MachineFigures()
         self._anchors = user_api.Anchors()  # Options.anchorTensor's values
         # parameter name -> (CommGroupType, shards, VariableRetrievalMode), as PopTorch
@@ -218,12 +219,12 @@ class PoplarExecutor(user_api.ExecutorExtras):
             self._compiled = None
             raise
         opts._freeze(compile_time_only=True)  # run-time options may still change
-        self._in_spec = in_spec
-        self._input_meta = input_meta
+        self._in_spec, self._input_meta = in_spec, input_meta
+        self._processes = start_processes(self)  # process 0's weights, with several
         self._device_weights.clear()
         self._upload_weights()
         self._seed = opts.random_seed if opts.random_seed is not None else torch.initial_seed()
-        self._random = np.random.default_rng(self._seed)
+        self._random = process_generator(self._seed, self._processes)
         self._compile_extra()
 
     def _capture(self, model: torch.nn.Module, args: tuple, kwargs: dict):

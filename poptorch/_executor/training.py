@@ -29,7 +29,7 @@ from torch_mlir.dialects import func
 
 from poptorch._compiler import driver
 from poptorch._compiler.optimizer_program import GLOBAL, OptimizerSpec, describe
-from poptorch._executor import figures, host_io, trainers, user_api
+from poptorch._executor import distributed, figures, host_io, trainers, user_api
 from poptorch._executor import replica_grouping as grouping
 from poptorch._executor.executor import PoplarExecutor
 from poptorch._executor.optimizer_attributes import AttributeTracker
@@ -441,6 +441,14 @@ class TrainingExecutor(PoplarExecutor):
         leaves.insert(captured.loss_leaf, outputs[0])
         return pytree.tree_unflatten(leaves, captured.out_spec), updates
 
+    def _step(self, inputs: list[Any], step: int, extra: dict[str, Any] | None = None
+              ) -> list[np.ndarray]:
+        results = super()._step(inputs, step, extra)
+        if self._processes is not None and self._options.broadcast_buffers:
+            distributed.broadcast_buffers(self._processes, self._device_weights,
+                                          self._compiled.captured.mutated_buffers)
+        return results
+
     def _apply(self, grads: list[np.ndarray]) -> None:
         """Reduce gradients over replicas and run the optimizer step. A replica-grouped
         weight steps as (groups, ...): each group's slice, gradient and state on its own."""
@@ -452,6 +460,8 @@ class TrainingExecutor(PoplarExecutor):
             for i, g in zip(rest, programs.reduce.run(*(grads[i] for i in rest)), strict=True):
                 reduced[i] = (grouping.per_group(self._groupings, names[i], np.asarray(g))
                               if names[i] in self._groupings else np.array(np.asarray(g)[0]))
+        if self._processes is not None:  # then over the processes (`distributed`)
+            reduced = self._processes.all_reduce(reduced, self._mean())
         if self._overflowed(reduced):
             return  # the step is skipped and the loss scale halved
         layout = programs.spec.state_layout()

@@ -391,7 +391,8 @@ class _DistributedOptions(OptionsGroup):
     """Distributed execution over several host processes (`Options.Distributed`).
 
     By default the process id and count come from OpenMPI's OMPI_COMM_WORLD_RANK and
-    OMPI_COMM_WORLD_SIZE environment variables (one process when they are unset).
+    OMPI_COMM_WORLD_SIZE environment variables, or, when those are unset, from RANK and
+    WORLD_SIZE, which torchrun and poptorch-run set (one process when neither is set).
     """
 
     _prefix = "Distributed."
@@ -399,7 +400,10 @@ class _DistributedOptions(OptionsGroup):
     def __init__(self) -> None:
         self.num_processes = 1
         self.process_id = 0
-        self.setEnvVarNames("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")
+        if "OMPI_COMM_WORLD_SIZE" not in os.environ and "WORLD_SIZE" in os.environ:
+            self.setEnvVarNames("WORLD_SIZE", "RANK")  # torchrun's
+        else:
+            self.setEnvVarNames("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")
 
     def configureProcessId(self, process_id: int, num_processes: int  # noqa: N802
                            ) -> _DistributedOptions:

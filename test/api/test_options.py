@@ -18,7 +18,7 @@ from poptorch.options import Options, TensorLocationSettings
 from poptorch.options.strategies import PipelinedExecution
 
 ENV_VARS = ("POPTORCH_IPU_MODEL", "POPTORCH_CACHE_DIR", "POPTORCH_DUMP_IR",
-            "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")
+            "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "WORLD_SIZE", "RANK")
 
 
 @pytest.fixture(autouse=True)
@@ -64,6 +64,17 @@ def test_environment_variables_initialise_defaults(monkeypatch):
     assert opts.Distributed.process_id == 0
     monkeypatch.setenv("POPTORCH_IPU_MODEL", "0")
     assert Options().use_ipu_model is False
+
+
+def test_torchrun_environment_sets_the_process(monkeypatch):
+    # torchrun's (and poptorch-run's) RANK and WORLD_SIZE, when OpenMPI's are unset
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    monkeypatch.setenv("RANK", "1")
+    assert (Options().Distributed.numProcesses, Options().Distributed.processId) == (3, 1)
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "4")  # OpenMPI's first, as PopTorch reads
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "2")
+    assert (Options().Distributed.numProcesses, Options().Distributed.processId) == (4, 2)
+    assert Options().Distributed.disable().numProcesses == 1
 
 
 @pytest.mark.parametrize("var, value, message", [

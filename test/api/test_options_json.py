@@ -43,7 +43,7 @@ Settings = TensorLocationSettings
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch):
     for var in ("POPTORCH_IPU_MODEL", "POPTORCH_CACHE_DIR", "POPTORCH_DUMP_IR",
-                "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"):
+                "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "WORLD_SIZE", "RANK"):
         monkeypatch.delenv(var, raising=False)
 
 
