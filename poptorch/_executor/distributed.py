@@ -19,7 +19,9 @@ model of processes x replicationFactor replicas:
   replicas (sum, or mean) are summed over the processes in one reduction (divided by
   their count for a mean): the single-process reduction over every replica. Every
   process then takes the same optimizer step, so weights and optimizer state stay
-  equal.
+  equal. A replica-grouped weight's groups are of the run's replicas
+  (`replica_grouping`): its per-replica gradients are gathered from every process and
+  reduced within each group, and every process steps every group.
 - `process_generator`: the device random generator is seeded by the options' seed and
   the process id, so that the processes' replicas draw different dropout masks.
 
@@ -153,6 +155,18 @@ class Processes:
         self.broadcast(tensors, what)
         return [t.numpy() for t in tensors]
 
+    def all_gather(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Each array of every process, concatenated along the first axis in process
+        order (every process's arrays have the same shapes: `check_same`)."""
+        out = []
+        with self.collective("gathering the replica-grouped gradients"):
+            for a in arrays:
+                tensor = torch.from_numpy(np.ascontiguousarray(a))
+                parts = [torch.empty_like(tensor) for _ in range(self.size)]
+                dist.all_gather(parts, tensor)
+                out.append(torch.cat(parts).numpy())
+        return out
+
     def all_reduce(self, arrays: Sequence[np.ndarray], mean: bool) -> list[np.ndarray]:
         """The sum (mean) over processes of each array, one reduction per dtype."""
         tensors = [torch.from_numpy(np.array(a, copy=True)) for a in arrays]
@@ -254,10 +268,6 @@ def start_processes(executor: Any) -> Processes | None:
     processes = join(executor._options)
     if processes is None:
         return None
-    if executor._groupings:
-        raise _error(f"Distributed: replica-grouped weights ({', '.join(executor._groupings)}) "
-                     f"are not supported over several processes yet; run one process with "
-                     f"all the replicas, or do not group these weights")
     options = _options_description(executor._options)
     weights = [(arg.name, executor._host_tensor(arg)) for arg in executor._weights()
                if arg.kind != "constant"]
@@ -268,6 +278,29 @@ def start_processes(executor: Any) -> Processes | None:
         "modes": "training" if executor._training else "inference"})
     processes.broadcast([t for _, t in weights], "weights and buffers")
     return processes
+
+
+def reduce_gradients(processes: Processes, names: Sequence[str], grads: Sequence[np.ndarray],
+                     reduced: Sequence[np.ndarray], groupings: Mapping[str, Any],
+                     mean: bool) -> list[np.ndarray]:
+    """The step's gradients reduced over every replica of the run: `reduced` (each over
+    this process's replicas) summed over the processes; a replica-grouped weight's
+    per-replica `grads` gathered from every process and reduced within each group of
+    the run's replicas ((groups, ...), as one process reduces its groups)."""
+    out = list(reduced)
+    plain = [i for i, n in enumerate(names) if n not in groupings]
+    for i, value in zip(plain, processes.all_reduce([reduced[i] for i in plain], mean),
+                        strict=True):
+        out[i] = value
+    grouped = [i for i, n in enumerate(names) if n in groupings]
+    if grouped:
+        gathered = processes.all_gather([np.asarray(grads[i]) for i in grouped])
+        for i, every in zip(grouped, gathered, strict=True):
+            owners = groupings[names[i]].group_of()
+            reduce = np.mean if mean else np.sum
+            out[i] = np.stack([reduce(every[owners == g], axis=0).astype(every.dtype)
+                               for g in range(groupings[names[i]].groups)])
+    return out
 
 
 def process_generator(seed: int, processes: Processes | None) -> np.random.Generator:

@@ -429,7 +429,7 @@ class PoplarExecutor(user_api.ExecutorExtras):
         compiled = self._compiled
         captured = compiled.captured
         extra = extra or {}
-        arrays = self._device_weights.arrays
+        arrays = self._device_weights.local_arrays(self._groupings)
         args = [inputs[int(a.name)][step] if a.kind == "input"
                 else extra[a.kind] if a.kind in extra else arrays[a.name]
                 for a in captured.arguments]

@@ -7,6 +7,12 @@ is a (replicas, ...) array in which each replica holds its group's slice, so the
 kernels see it as one more per-replica operand. Training reduces its gradient only
 within each group and steps each group's slice (and optimizer state) on its own.
 
+Over several processes (`Options.Distributed`) the groups are of the whole run's
+replicas, processes x replicationFactor, process p's replicas being p x
+replicationFactor onwards: the host tensor has a slice per group of the run, the
+device array is the run's (replicas, ...) in every process, and a process's programs
+read its own replicas' rows (`ReplicaGrouping.local`).
+
 The groupings are kept per executor in `PoplarExecutor.per_replica_params`, name ->
 (comm_group_type, shards, variable_retrieval_mode), as PopTorch keeps them: the same
 module wrapped by `trainingModel` and then `inferenceModel` is grouped on each wrapper.
@@ -15,7 +21,7 @@ module wrapped by `trainingModel` and then `inferenceModel` is grouped on each w
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -49,7 +55,15 @@ class ReplicaGrouping:
     comm_group_type: CommGroupType
     shards: int  # replicas per group (Consecutive, Orthogonal)
     retrieval: VariableRetrievalMode
-    replicas: int
+    replicas: int  # the run's: processes x replicationFactor
+    first: int = 0  # this process's first replica
+    own: int | None = None  # this process's replicas (None: all of them)
+
+    def local(self, array: np.ndarray) -> np.ndarray:
+        """The rows of this process's replicas in a (replicas, ...) array."""
+        if self.own is None or self.own == self.replicas:
+            return array
+        return array[self.first:self.first + self.own]
 
     @property
     def size(self) -> int:
@@ -83,7 +97,7 @@ def _describe(comm_group_type: CommGroupType, shards: int) -> str:
 
 
 def check(name: str, comm_group_type: Any, shards: Any, variable_retrieval_mode: Any,
-          replicas: int) -> ReplicaGrouping | None:
+          replicas: int, processes: int = 1) -> ReplicaGrouping | None:
     """The grouping `replicaGrouping(...)` asks for on parameter `name`, or an Error
     naming what to change; None for CommGroupType.All, which has no effect (spec)."""
     where = f"{name}.replicaGrouping"
@@ -102,10 +116,17 @@ def check(name: str, comm_group_type: Any, shards: Any, variable_retrieval_mode:
         return None
     grouping = ReplicaGrouping(comm_group_type, shards, variable_retrieval_mode, replicas)
     if replicas % grouping.size:
+        total = f"replicationFactor({replicas})" if processes == 1 else (
+            f"the {replicas} replicas of {processes} processes x replicationFactor("
+            f"{replicas // processes})")
         raise Error(f"{where}: shards={shards} replicas per group does not divide "
-                    f"replicationFactor({replicas}); use a factor of {replicas}",
-                    type="options")
+                    f"{total}; use a factor of {replicas}", type="options")
     return grouping
+
+
+def run_replicas(options: Options) -> int:
+    """The replicas of the whole run: every process's replicationFactor."""
+    return options.replication_factor * options.Distributed.numProcesses
 
 
 def check_host_shape(name: str, tensor: torch.Tensor, grouping: ReplicaGrouping) -> None:
@@ -213,7 +234,7 @@ class GroupingMethod:
                         "compiled; call it before the first call or compile(), or wrap the "
                         "model again", type="executor")
         check(self._name, comm_group_type, shards, variable_retrieval_mode,
-              executor.options.replication_factor)
+              run_replicas(executor.options), executor.options.Distributed.numProcesses)
         executor.per_replica_params[self._name] = (comm_group_type, shards,
                                                    variable_retrieval_mode)
 
@@ -229,7 +250,8 @@ def attach(executor: GroupedExecutor, name: str, param: torch.nn.Parameter) -> N
 def resolve(executor: GroupedExecutor) -> dict[str, ReplicaGrouping]:
     """The executor's groupings, checked against the options and host shapes (compile
     time: the replication factor may have changed since replicaGrouping was called)."""
-    replicas = executor.options.replication_factor
+    options = executor.options
+    replicas, own = run_replicas(options), options.replication_factor
     groupings = {}
     for name, entry in executor.per_replica_params.items():
         try:
@@ -238,8 +260,10 @@ def resolve(executor: GroupedExecutor) -> dict[str, ReplicaGrouping]:
             raise Error(f"per_replica_params names {name!r}, which is not a parameter of the "
                         "model; use a name from model.named_parameters()",
                         type="executor") from None
-        grouping = check(name, *entry, replicas)
+        grouping = check(name, *entry, replicas, options.Distributed.numProcesses)
         if grouping is not None:
             check_host_shape(name, param, grouping)
+            if own != replicas:
+                grouping = replace(grouping, first=options.Distributed.processId * own, own=own)
             groupings[name] = grouping
     return groupings

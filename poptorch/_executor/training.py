@@ -263,8 +263,11 @@ class TrainingExecutor(PoplarExecutor):
         """`@reduce_gradients`: one `ipu.all_reduce` per gradient, over all replicas, or
         within the replica groups of a replica-grouped weight."""
         reduction = ir.StringAttr.get("mean" if self._mean() else "sum")
+        # a grouping over several processes' replicas is reduced on the host (`_apply`)
         groups = [replica_group(*self._groupings[name].replica_group())
-                  if name in self._groupings else replica_group("all") for name, _ in params]
+                  if name in self._groupings and self._groupings[name].own is None
+                  else replica_group("no_grouping" if name in self._groupings else "all")
+                  for name, _ in params]
         with ir.InsertionPoint(module.body):
             @func.FuncOp.from_py_func(*[t for _, t in params], name="reduce_gradients")
             def reduce_gradients(*grads):
@@ -458,10 +461,13 @@ class TrainingExecutor(PoplarExecutor):
         reduced = list(grads)  # summed by the step's program (`_compile_summing`)
         with np.errstate(all="ignore"):
             for i, g in zip(rest, programs.reduce.run(*(grads[i] for i in rest)), strict=True):
-                reduced[i] = (grouping.per_group(self._groupings, names[i], np.asarray(g))
-                              if names[i] in self._groupings else np.array(np.asarray(g)[0]))
+                if names[i] not in self._groupings:
+                    reduced[i] = np.array(np.asarray(g)[0])
+                elif self._processes is None:  # else reduced over the processes, below
+                    reduced[i] = grouping.per_group(self._groupings, names[i], np.asarray(g))
         if self._processes is not None:  # then over the processes (`distributed`)
-            reduced = self._processes.all_reduce(reduced, self._mean())
+            reduced = distributed.reduce_gradients(self._processes, names, grads, reduced,
+                                                   self._groupings, self._mean())
         if self._overflowed(reduced):
             return  # the step is skipped and the loss scale halved
         layout = programs.spec.state_layout()

@@ -46,6 +46,15 @@ class DeviceWeights:
         """Put a host weight on the device; a replica-grouped one as (replicas, ...)."""
         self.arrays[name] = grouping.device_array(tensor, groupings.get(name))
 
+    def local_arrays(self, groupings: Mapping[str, grouping.ReplicaGrouping]
+                     ) -> Mapping[str, np.ndarray]:
+        """The arrays a program of this process reads: a replica-grouped weight's rows of
+        its own replicas when the run has several processes (`ReplicaGrouping.local`)."""
+        if not any(g.own is not None for g in groupings.values()):
+            return self.arrays
+        return {**self.arrays, **{name: g.local(self.arrays[name])
+                                  for name, g in groupings.items() if name in self.arrays}}
+
     def upload(self, hosts: Iterable[tuple[str, torch.Tensor]],
                groupings: Mapping[str, grouping.ReplicaGrouping]) -> None:
         """Upload every (name, host tensor) of `hosts`; the device's buffers are the

@@ -24,12 +24,36 @@ class Classifier(torch.nn.Module):
         return out, self.loss(out, y)
 
 
-def make_model() -> Classifier:
-    return Classifier()
+class GroupedClassifier(Classifier):
+    """The classifier with a per-group scale of its hidden features: replica-grouped
+    Orthogonal in 2 groups of the run's 4 replicas ({0, 2}, {1, 3}: each group spans
+    both processes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.randn(2, 16))  # one slice per group
+
+    def forward(self, x, y):
+        hidden = torch.relu(self.net[0](x)) * self.scale  # the slice of the replica's group
+        out = self.net[2](hidden)
+        return out, self.loss(out, y)
+
+
+KINDS = ("sgd", "adam", "grouped")
+
+
+def make_model(kind: str = "sgd") -> Classifier:
+    return GroupedClassifier() if kind == "grouped" else Classifier()
+
+
+def group(trainer: poptorch.PoplarExecutor, kind: str) -> None:
+    if kind == "grouped":
+        trainer.scale.replicaGrouping(poptorch.CommGroupType.Orthogonal, 2,
+                                      poptorch.VariableRetrievalMode.OnePerGroup)
 
 
 def make_optimizer(kind: str, model: torch.nn.Module) -> torch.optim.Optimizer:
-    if kind == "sgd":
+    if kind in ("sgd", "grouped"):
         return poptorch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     return poptorch.optim.Adam(model.parameters(), lr=0.01)
 

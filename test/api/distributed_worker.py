@@ -5,10 +5,11 @@ its place and MASTER_ADDR/MASTER_PORT the rendezvous).
     python distributed_worker.py OUT_DIR [--die-after-step N] [--mismatch]
 
 Trains the same small classifier as test_distributed.py's single-process reference,
-with SGD and with Adam, 2 replicas x gradient accumulation 2 a process, on this
-process's share of the dataset (poptorch.DataLoader's auto_distributed_partitioning),
-and saves its final weights and losses to OUT_DIR/rank<R>.pt. Each process seeds its
-initial weights differently: process 0's reach every process at compile.
+with SGD, with Adam and with a replica-grouped weight, 2 replicas x gradient
+accumulation 2 a process, on this process's share of the dataset
+(poptorch.DataLoader's auto_distributed_partitioning), and saves its final weights and
+losses to OUT_DIR/rank<R>.pt. Each process seeds its initial weights differently:
+process 0's reach every process at compile.
 """
 
 from __future__ import annotations
@@ -22,7 +23,15 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from distributed_common import STEPS, dataset, make_model, make_optimizer, options  # noqa: E402
+from distributed_common import (  # noqa: E402
+    KINDS,
+    STEPS,
+    dataset,
+    group,
+    make_model,
+    make_optimizer,
+    options,
+)
 
 import poptorch  # noqa: E402
 
@@ -37,13 +46,14 @@ def main() -> None:
     opts = options()
     rank = opts.Distributed.processId
     results = {}
-    for kind in ("sgd", "adam"):
+    for kind in KINDS:
         torch.manual_seed(100 + rank)  # different in every process: rank 0's wins
-        model = make_model()
+        model = make_model(kind)
         optimizer = make_optimizer(kind, model)
         loader = poptorch.DataLoader(opts, dataset(),
                                      batch_size=1 if args.mismatch and rank == 1 else 2)
         trainer = poptorch.trainingModel(model, opts, optimizer)
+        group(trainer, kind)
         losses = []
         for step, (x, y) in enumerate(loader):
             if step == STEPS:

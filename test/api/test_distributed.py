@@ -19,11 +19,13 @@ import pytest
 import torch
 from distributed_common import (
     ACCUMULATION,
+    KINDS,
     MICRO_BATCH,
     PROCESSES,
     REPLICAS,
     STEPS,
     dataset,
+    group,
     make_model,
     make_optimizer,
     options,
@@ -52,9 +54,10 @@ def reference(kind: str) -> dict:
     """One process, 4 replicas: call k reads what the 2 processes read at their call k,
     process p's 2 replicas as replicas 2p and 2p + 1."""
     torch.manual_seed(100)  # process 0's seed: its weights reach every process
-    model = make_model()
+    model = make_model(kind)
     optimizer = make_optimizer(kind, model)
     trainer = poptorch.trainingModel(model, options(PROCESSES * REPLICAS), optimizer)
+    group(trainer, kind)
     x_all, y_all = dataset().tensors
     per_call = REPLICAS * ACCUMULATION * MICRO_BATCH
     share = len(x_all) // PROCESSES
@@ -86,7 +89,7 @@ def test_two_processes_train_as_one_with_four_replicas(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False)
              for r in range(PROCESSES)]
-    for kind in ("sgd", "adam"):
+    for kind in KINDS:
         expected = reference(kind)
         for r, result in enumerate(ranks):
             got = result[kind]
