@@ -44,6 +44,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from poptorch.enums import CommGroupType
 from poptorch.errors import Error
 from poptorch.options import Options
 
@@ -265,10 +266,17 @@ def start_processes(executor: Any) -> Processes | None:
     """At an executor's install (compile, or executable loaded): join the processes,
     check that they all compiled alike, and give the host model process 0's weights and
     buffers before they go to the device (module docstring)."""
-    processes = join(executor._options)
-    if processes is None:
+    opts = executor._options
+    if opts.Distributed.numProcesses == 1:
         return None
-    options = _options_description(executor._options)
+    if opts.input_group_size > 1 and opts.input_group_type == CommGroupType.Orthogonal:
+        raise _error(f"Distributed: inputReplicaGrouping({opts.input_group_size}, "
+                     f"CommGroupType.Orthogonal) puts replicas of different processes in one "
+                     f"input group, which would read different data (each process reads "
+                     f"its own share); use CommGroupType.Consecutive, whose groups stay "
+                     f"within a process")
+    processes = join(opts)
+    options = _options_description(opts)
     weights = [(arg.name, executor._host_tensor(arg)) for arg in executor._weights()
                if arg.kind != "constant"]
     processes.check_same({

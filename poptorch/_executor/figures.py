@@ -14,8 +14,10 @@ for them (`executor._figures`: the machine, the last run's timeline, the profile
   factor, gradient accumulation, the stash the timeline found, and each op's temporary
   bytes under its available memory proportion.
 - A training step ends with the gradient all-reduce over replicas (a ring over the
-  IPU-Links among the IPUs running the same stage in each replica, per IPU for the
-  gradients of the weights it updates) and the optimizer's update of each weight on the
+  IPU-Links among the IPUs running the same stage in each replica, over GW-Links beyond
+  an IPU-POD64; the replicas of every process of a distributed run, `Options.
+  Distributed`; per IPU for the gradients of the weights it updates) and the
+  optimizer's update of each weight on the
   IPU computing its gradient (ops not tied to one weight, such as a global gradient
   norm, on IPU 0); a weight read on several IPUs (a tied or reused weight) is updated
   once and then copied over the IPU-Links to the others.
@@ -44,6 +46,7 @@ from torch_mlir import ir
 from poptorch import _logging, profiling
 from poptorch._compiler.driver import Compiled
 from poptorch._executor import host_io
+from poptorch._executor.replica_grouping import run_replicas
 from poptorch.dialects.placement import symbol_table
 from poptorch.errors import Error
 from poptorch.options import Options
@@ -116,7 +119,7 @@ def memory_of(module: ir.Module, machine: Machine, captured: Any, options: Optio
 
     return estimate(
         module, machine, args, results=results_of(captured, training),
-        replicas=options.replication_factor,
+        replicas=run_replicas(options),
         accumulate=training and options.Training.gradient_accumulation > 1,
         stash_bytes=stash_bytes, io_tiles=io_tiles, temporary=temporary,
         locations=locations_of(options))

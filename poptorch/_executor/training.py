@@ -236,7 +236,7 @@ class TrainingExecutor(PoplarExecutor):
         with compiled.context:
             return figures.epilogue_of(compiled.module, compiled.captured,
                                              compiled.memory, self._figures.machine,
-                                             self._options.replication_factor,
+                                             grouping.run_replicas(self._options),
                                              self._programs.update_cycles,
                                              figures.locations_of(self._options),
                                              self._optimizer_slots())

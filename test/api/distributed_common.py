@@ -71,3 +71,10 @@ def options(replicas: int = REPLICAS) -> poptorch.Options:
     opts.Training.gradientAccumulation(ACCUMULATION)
     opts.randomSeed(0)
     return opts
+
+
+def all_reduce_cycles(trainer: poptorch.PoplarExecutor) -> list[int]:
+    """The simulated gradient all-reduces of the last call (cycles each)."""
+    timeline = trainer.getTimeline()
+    return [e.end - e.start for events in timeline.events.values() for e in events
+            if e.kind == "all_reduce"]

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from distributed_common import (  # noqa: E402
     KINDS,
     STEPS,
+    all_reduce_cycles,
     dataset,
     group,
     make_model,
@@ -65,6 +66,7 @@ def main() -> None:
                 os.kill(os.getpid(), signal.SIGKILL)
         trainer.copyWeightsToHost()
         results[kind] = {"weights": {k: v.clone() for k, v in model.state_dict().items()},
+                         "all_reduce": all_reduce_cycles(trainer),
                          "losses": losses,
                          "optimizer": optimizer.state_dict()}
         trainer.destroy()

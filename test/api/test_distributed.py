@@ -24,6 +24,7 @@ from distributed_common import (
     PROCESSES,
     REPLICAS,
     STEPS,
+    all_reduce_cycles,
     dataset,
     group,
     make_model,
@@ -72,6 +73,7 @@ def reference(kind: str) -> dict:
         losses.append(loss.detach().clone())
     trainer.copyWeightsToHost()
     return {"weights": model.state_dict(), "losses": losses,
+            "all_reduce": all_reduce_cycles(trainer),
             "optimizer": optimizer.state_dict()}
 
 
@@ -102,6 +104,9 @@ def test_two_processes_train_as_one_with_four_replicas(tmp_path):
                 for key in b:
                     if isinstance(b[key], torch.Tensor) and b[key].numel() > 1:
                         torch.testing.assert_close(a[key], b[key], rtol=1e-5, atol=1e-6)
+        # the machine model's all-reduce spans the run's 4 replicas, as the reference's
+        for r in range(PROCESSES):
+            assert ranks[r][kind]["all_reduce"] == expected["all_reduce"] != []
         # bit for bit the same weights on both ranks
         for name in expected["weights"]:
             assert torch.equal(ranks[0][kind]["weights"][name], ranks[1][kind]["weights"][name])
@@ -166,3 +171,16 @@ def test_a_missing_rendezvous_is_an_error(monkeypatch):
     with pytest.raises(poptorch.Error, match=r"Distributed: process 1 of 2 needs MASTER_ADDR "
                                              r"and MASTER_PORT in its environment"):
         trainer(x[:8], y[:8])
+
+
+def test_orthogonal_input_groups_over_processes_are_refused():
+    opts = options()
+    opts.Distributed.configureProcessId(0, 2)
+    opts.inputReplicaGrouping(2, poptorch.CommGroupType.Orthogonal)
+    model = make_model()
+    trainer = poptorch.trainingModel(model, opts, make_optimizer("sgd", model))
+    x, y = dataset().tensors
+    with pytest.raises(poptorch.Error, match=r"Distributed: inputReplicaGrouping\(2, "
+                                             r"CommGroupType.Orthogonal\) puts replicas of "
+                                             r"different processes in one input group"):
+        trainer(x[:4], y[:4])
