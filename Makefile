@@ -4,6 +4,8 @@
 #               worker per core)
 #   make bench  set up .venv and run the benchmarks against PyTorch on CPU (bench/run.py)
 #   make bench-async  Sync against Async data loading on a slow dataset (bench/async_data.py)
+#   make bench-distributed  training over 1, 2 and 4 processes (torchrun) and the simulated
+#               scaling over IPU-M2000s (bench/distributed.py)
 #   make op-coverage  set up .venv, run the full op parity sweep (test/ops/coverage.py) and
 #               rewrite README's op coverage table from it
 #   make fidelity  set up .venv, compile published IPU configurations on the machine model
@@ -37,6 +39,10 @@ bench: $(STAMP)
 .PHONY: bench-async
 bench-async: $(STAMP)
 	$(PY) bench/async_data.py
+
+.PHONY: bench-distributed
+bench-distributed: $(STAMP)
+	$(PY) bench/distributed.py
 
 .PHONY: fidelity
 fidelity: $(STAMP)
