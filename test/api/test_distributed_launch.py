@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -317,3 +318,29 @@ def test_launch_two_instances(tmp_path):
     assert failed.returncode == 7
     assert failed.stderr.strip().splitlines()[-1] == (
         "poptorch-run: error: instance 1 of 2 failed with exit status 7")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_launch_as_two_hosts(tmp_path):
+    """The multi-host how-to on one host: two poptorch-run commands, --nnodes 2 with
+    --node-rank 0 and 1, meet at --master-addr/--master-port and start one instance each."""
+    (tmp_path / "script.py").write_text(SCRIPT)
+    exe = os.path.join(os.path.dirname(sys.executable), "poptorch-run")
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS}
+    port = str(free_port())
+    hosts = [subprocess.Popen(
+        [exe, "--num-instances", "2", "--num-replicas", "4", "--nnodes", "2", "--node-rank",
+         str(rank), "--master-addr", "127.0.0.1", "--master-port", port, "script.py"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for rank in (0, 1)]
+    outputs = [host.communicate(timeout=120) for host in hosts]
+    assert [host.returncode for host in hosts] == [0, 0], [err for _, err in outputs]
+    results = [json.loads(line[len("RESULT "):]) for out, _ in outputs
+               for line in out.splitlines() if line.startswith("RESULT ")]
+    assert [(r["rank"], r["local_rank"], r["world_size"], r["local"], r["total"])
+            for r in results] == [("0", "0", "2", 2, 4), ("1", "0", "2", 2, 4)]
