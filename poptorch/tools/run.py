@@ -116,6 +116,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
                      f"got {args.node_rank}")
     if args.max_restarts < 0:
         parser.error(f"--max-restarts must be >= 0, got {args.max_restarts}")
+    if why := rendezvous_problem(args):
+        parser.error(why)
     command = ["--nnodes", str(args.nnodes), "--nproc-per-node", str(instances // args.nnodes),
                "--max-restarts", str(args.max_restarts)]
     for flag, _, _ in _RENDEZVOUS:
@@ -123,6 +125,33 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         if value is not None:
             command += [flag, str(value)]
     return args, [*command, args.script, *args.script_args]
+
+
+def rendezvous_problem(args: argparse.Namespace) -> str | None:
+    """Why the rendezvous options cannot work together (torchrun would ignore some with
+    a warning, or let every host claim node rank 0), or None."""
+    static = args.rdzv_backend in (None, "static")
+    if not static:
+        ignored = [flag for flag in ("--node-rank", "--master-addr", "--master-port")
+                   if getattr(args, flag[2:].replace("-", "_")) is not None]
+        if ignored:
+            return (f"{' and '.join(ignored)} only apply to the static rendezvous, but "
+                    f"--rdzv-backend is {args.rdzv_backend}, which ranks the hosts itself "
+                    f"at --rdzv-endpoint; drop {' and '.join(ignored)}")
+        if args.nnodes > 1 and args.rdzv_endpoint is None:
+            return (f"--rdzv-backend {args.rdzv_backend} over --nnodes {args.nnodes} hosts "
+                    "needs --rdzv-endpoint HOST:PORT, the same on every host")
+        return None
+    if args.rdzv_endpoint is not None and (args.master_addr or args.master_port):
+        return ("give the static rendezvous's address once: either --rdzv-endpoint "
+                "HOST:PORT or --master-addr HOST --master-port PORT")
+    if args.nnodes > 1 and (args.node_rank is None or
+                            (args.master_addr is None and args.rdzv_endpoint is None)):
+        return (f"--nnodes {args.nnodes} with the static rendezvous needs --node-rank (0 to "
+                f"{args.nnodes - 1}, a different one on each host) and --master-addr HOST "
+                "--master-port PORT of host 0; or use --rdzv-backend c10d --rdzv-endpoint "
+                "HOST:PORT --rdzv-id ID, the same on every host")
+    return None
 
 
 def exit_status(error: ChildFailedError) -> int:

@@ -251,6 +251,21 @@ def usage_error(capsys, argv: list[str]) -> str:
      "of instances; use a --num-instances that is a multiple of 2"),
     (["--num-instances", "2", "--num-replicas", "2", "--nnodes", "2", "--node-rank", "2",
       "s.py"], "--node-rank must be 0 to 1 (--nnodes 2), got 2"),
+    (["--num-instances", "2", "--num-replicas", "2", "--nnodes", "2", "s.py"],
+     "--nnodes 2 with the static rendezvous needs --node-rank (0 to 1, a different one on "
+     "each host) and --master-addr HOST --master-port PORT of host 0; or use --rdzv-backend "
+     "c10d --rdzv-endpoint HOST:PORT --rdzv-id ID, the same on every host"),
+    (["--num-instances", "2", "--num-replicas", "2", "--rdzv-backend", "c10d",
+      "--rdzv-endpoint", "h:1", "--node-rank", "0", "--master-port", "2", "s.py"],
+     "--node-rank and --master-port only apply to the static rendezvous, but --rdzv-backend "
+     "is c10d, which ranks the hosts itself at --rdzv-endpoint; drop --node-rank and "
+     "--master-port"),
+    (["--num-instances", "2", "--num-replicas", "2", "--nnodes", "2", "--rdzv-backend",
+      "c10d", "s.py"], "--rdzv-backend c10d over --nnodes 2 hosts needs --rdzv-endpoint "
+     "HOST:PORT, the same on every host"),
+    (["--num-instances", "2", "--num-replicas", "2", "--rdzv-endpoint", "h:1",
+      "--master-addr", "h", "s.py"], "give the static rendezvous's address once: either "
+     "--rdzv-endpoint HOST:PORT or --master-addr HOST --master-port PORT"),
 ])
 def test_bad_arguments_are_usage_errors(capsys, argv, message):
     assert usage_error(capsys, argv) == f"poptorch-run: error: {message}"
