@@ -8,7 +8,8 @@ environment they export is the source of truth:
 
 - RANK and WORLD_SIZE (torchrun's): this instance's index and the number of instances;
 - POPTORCH_NUM_REPLICAS (poptorch-run's --num-replicas): the replicas of all instances
-  together; under plain torchrun, where it is unset, each instance drives one replica;
+  together; under plain torchrun, where it is unset, each instance drives one replica
+  (export it beside torchrun to give each WORLD_SIZE-th of them);
 - POPTORCH_IPUS_PER_REPLICA (poptorch-run's --ipus-per-replica): 1 when unset.
 
 The calls keep PopDist's names (camelCase), as the scripts written for PopDist call

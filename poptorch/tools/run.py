@@ -92,6 +92,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error("no script to run: give it after the options, as in "
                      f"{PROG} --num-instances {instances} --num-replicas {replicas} "
                      "script.py [args ...]")
+    if not os.path.isfile(args.script):
+        parser.error(f"cannot find the script {args.script!r} (in {os.getcwd()}): give the "
+                     "path of a Python file")
     if replicas % instances:
         lower = replicas // instances * instances
         choices = f"{lower} or {lower + instances}" if lower else str(instances)

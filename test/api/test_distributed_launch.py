@@ -221,6 +221,15 @@ def test_ipus_per_replica_sizes_the_device(launched):
 
 
 # poptorch-run's arguments
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    """Work in tmp_path, which holds the scripts s.py and train.py."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("s.py", "train.py"):
+        (tmp_path / name).write_text("")
+    return tmp_path
+
+
 def usage_error(capsys, argv: list[str]) -> str:
     with pytest.raises(SystemExit) as info:
         run.main(argv)
@@ -266,12 +275,15 @@ def usage_error(capsys, argv: list[str]) -> str:
     (["--num-instances", "2", "--num-replicas", "2", "--rdzv-endpoint", "h:1",
       "--master-addr", "h", "s.py"], "give the static rendezvous's address once: either "
      "--rdzv-endpoint HOST:PORT or --master-addr HOST --master-port PORT"),
+    (["--num-instances", "2", "--num-replicas", "2", "missing.py"],
+     "cannot find the script 'missing.py' (in {cwd}): give the path of a Python file"),
 ])
-def test_bad_arguments_are_usage_errors(capsys, argv, message):
+def test_bad_arguments_are_usage_errors(capsys, in_tmp, argv, message):
+    message = message.format(cwd=in_tmp)
     assert usage_error(capsys, argv) == f"poptorch-run: error: {message}"
 
 
-def test_arguments_become_torchrun_arguments():
+def test_arguments_become_torchrun_arguments(in_tmp):
     args, command = run.parse([
         "--num-instances", "4", "--num-replicas", "8", "--ipus-per-replica", "2",
         "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "host0:29400",
