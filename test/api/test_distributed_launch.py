@@ -371,3 +371,23 @@ def test_launch_as_two_hosts(tmp_path):
                for line in out.splitlines() if line.startswith("RESULT ")]
     assert [(r["rank"], r["local_rank"], r["world_size"], r["local"], r["total"])
             for r in results] == [("0", "0", "2", 2, 4), ("1", "0", "2", 2, 4)]
+
+
+def test_popdist_example_under_the_launcher(tmp_path):
+    """examples/popdist_training.py, a PopDist-style script, trains under poptorch-run:
+    each instance trains on its share with its 2 replicas; only instance 0 logs and
+    writes the checkpoint."""
+    script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "examples", "popdist_training.py")
+    exe = os.path.join(os.path.dirname(sys.executable), "poptorch-run")
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS}
+    done = subprocess.run([exe, "--num-instances", "2", "--num-replicas", "4", script,
+                           "--epochs", "1", "--checkpoint", "weights.pt"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert sorted(line.split(":")[0] for line in done.stdout.splitlines()
+                  if "weights checksum" in line) == ["instance 0", "instance 1"]
+    assert sum(line.startswith("epoch 0: loss") for line in done.stderr.splitlines()) == 1
+    assert sorted(os.listdir(tmp_path)) == ["weights.pt"]
+    assert set(torch.load(tmp_path / "weights.pt")) == {
+        "layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias"}
