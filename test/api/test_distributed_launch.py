@@ -5,6 +5,7 @@ and starts the instances through torch.distributed.run (one real launch of 2).""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import socket
@@ -207,7 +208,10 @@ class Pipelined(torch.nn.Module):
 def test_ipus_per_replica_sizes_the_device(launched):
     """Under plain torchrun (one replica per process), the model on 2 IPUs runs with
     ipus_per_replica=2 and matches the CPU; with the default 1 the device is too small."""
-    launched(WORLD_SIZE=1, RANK=0)
+    # torchrun's whole environment for one process, should the engine open a group of 1
+    launched(WORLD_SIZE=1, RANK=0, LOCAL_RANK=0, MASTER_ADDR="127.0.0.1",
+             MASTER_PORT=free_port())
+    gc.collect()  # release the devices of models other tests left unreferenced
     torch.manual_seed(0)
     model, x = Pipelined().eval(), torch.randn(4, 4)
     opts = popdist.poptorch.Options(ipus_per_replica=2).deviceIterations(2)
