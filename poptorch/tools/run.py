@@ -18,7 +18,8 @@ instances meet on a free local port.
 
 Bad arguments are argparse errors (exit status 2). When an instance fails, the others
 are stopped and poptorch-run exits with that instance's exit status (128 + the signal
-number when a signal ended it), after torchrun's summary of the failure.
+number when a signal ended it), after torchrun's summary of the failure; a signal that
+stops poptorch-run stops the instances and gives 128 + its number.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import sys
 import traceback
 
 from torch.distributed import run as torchrun
+from torch.distributed.elastic.multiprocessing.api import SignalException
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
 from poptorch.distributed import IPUS_PER_REPLICA_VAR, NUM_REPLICAS_VAR
@@ -176,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: instance {rank} of {args.num_instances} failed with exit "
               f"status {exit_status(error)}", file=sys.stderr)
         return exit_status(error)
+    except SignalException as error:  # poptorch-run itself was told to stop
+        print(f"{PROG}: stopped by {error.sigval.name}; the instances were stopped too",
+              file=sys.stderr)
+        return 128 + int(error.sigval)
     except KeyboardInterrupt:
         return 130
     except Exception as error:  # noqa: BLE001 - no traceback unless asked for

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -395,3 +396,23 @@ def test_popdist_example_under_the_launcher(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["weights.pt"]
     assert set(torch.load(tmp_path / "weights.pt")) == {
         "layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias"}
+
+
+def test_stopping_the_launcher_stops_the_instances(tmp_path):
+    """SIGTERM to poptorch-run stops its instances and gives exit status 128 + 15."""
+    (tmp_path / "script.py").write_text(
+        "import os, time\nprint('READY', os.getpid(), flush=True)\ntime.sleep(120)\n")
+    exe = os.path.join(os.path.dirname(sys.executable), "poptorch-run")
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS}
+    launcher = subprocess.Popen([exe, "--num-instances", "2", "--num-replicas", "2",
+                                 "script.py"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    pids = [int(launcher.stdout.readline().split()[1]) for _ in range(2)]
+    launcher.send_signal(signal.SIGTERM)
+    _, err = launcher.communicate(timeout=60)
+    assert launcher.returncode == 128 + signal.SIGTERM
+    assert err.strip().splitlines()[-1] == (
+        "poptorch-run: stopped by SIGTERM; the instances were stopped too")
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
