@@ -72,7 +72,7 @@ _LAZY = {
 
 
 # submodules the spec names directly (poptorch.enums.CommGroupType, ...)
-_SUBMODULES = ("enums", "options", "ops", "data", "optim", "profiling")
+_SUBMODULES = ("enums", "options", "ops", "data", "optim", "profiling", "distributed")
 
 
 def __getattr__(name: str):

@@ -10,6 +10,9 @@
 4. No module over 600 lines.
 5. Every package is listed in pyproject.toml's `packages` (a wheel holds only those).
 
+Rules 3 to 5 also cover the top-level `popdist` package (PopDist's module name, a thin
+re-export of poptorch.distributed); the import rules (1, 2) cover poptorch's graph.
+
 `poptorch.dialects`, `.passes` and `.runtime` are mapped onto the top-level folders by
 setuptools' package-dir, which grimp does not follow in an editable install: the checks
 run on a view of the package made of symbolic links, in a temporary directory.
@@ -26,6 +29,7 @@ import tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAPPED = ("dialects", "passes", "runtime")  # poptorch.<name> -> <name>/
+OTHER_TOPS = ("popdist",)  # top-level packages beside poptorch (PopDist's module name)
 MAX_LINES = 600
 REASONS = ("optional dependency", "start-up cost")
 
@@ -46,7 +50,9 @@ def package_view(directory: str) -> str:
 def module_files() -> dict[str, str]:
     """Module name -> file of every module of the project."""
     files = {}
-    for top, package in [("poptorch", "poptorch")] + [(m, f"poptorch.{m}") for m in MAPPED]:
+    tops = [("poptorch", "poptorch"), *[(m, f"poptorch.{m}") for m in MAPPED],
+            *[(t, t) for t in OTHER_TOPS]]
+    for top, package in tops:
         for directory, _, names in os.walk(os.path.join(ROOT, top)):
             for name in names:
                 if name.endswith(".py"):
