@@ -241,9 +241,11 @@ def join(options: Options) -> Processes | None:
     return _JOINED
 
 
-# Options of the host side, which processes may set apart (each its own directory)
+# Options each process may set apart: its own directories and logs, and the device it
+# attaches to (useIpuId: popdist.poptorch.Options gives each instance its own)
 HOST_OPTIONS = frozenset(("Distributed.process_id", "executable_cache_dir", "profile_dir",
-                          "log_dir", "ir_dump_dir", "max_repeat_logs", "log_cycle_count"))
+                          "log_dir", "ir_dump_dir", "max_repeat_logs", "log_cycle_count",
+                          "ipu_id"))
 
 
 def _options_description(options: Options) -> dict[str, Any]:
