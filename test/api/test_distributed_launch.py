@@ -380,8 +380,8 @@ def test_launch_as_two_hosts(tmp_path):
 
 def test_popdist_example_under_the_launcher(tmp_path):
     """examples/popdist_training.py, a PopDist-style script, trains under poptorch-run:
-    each instance trains on its share with its 2 replicas; only instance 0 logs and
-    writes the checkpoint."""
+    each instance trains on its share with its 2 replicas, the weights stay equal in
+    both; only instance 0 logs and writes the checkpoint."""
     script = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))), "examples", "popdist_training.py")
     exe = os.path.join(os.path.dirname(sys.executable), "poptorch-run")
@@ -390,8 +390,11 @@ def test_popdist_example_under_the_launcher(tmp_path):
                            "--epochs", "1", "--checkpoint", "weights.pt"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
-    assert sorted(line.split(":")[0] for line in done.stdout.splitlines()
-                  if "weights checksum" in line) == ["instance 0", "instance 1"]
+    checksums = sorted(line.split(": weights checksum ") for line in done.stdout.splitlines()
+                       if "weights checksum" in line)
+    assert [name for name, _ in checksums] == ["instance 0", "instance 1"]
+    # one model trained by both: the same weights in every instance
+    assert checksums[0][1] == checksums[1][1]
     assert sum(line.startswith("epoch 0: loss") for line in done.stderr.splitlines()) == 1
     assert sorted(os.listdir(tmp_path)) == ["weights.pt"]
     assert set(torch.load(tmp_path / "weights.pt")) == {
