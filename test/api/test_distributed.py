@@ -184,3 +184,48 @@ def test_orthogonal_input_groups_over_processes_are_refused():
                                              r"CommGroupType.Orthogonal\) puts replicas of "
                                              r"different processes in one input group"):
         trainer(x[:4], y[:4])
+
+
+def _compile_as(process: int, processes: int) -> None:
+    opts = options()
+    opts.Distributed.configureProcessId(process, processes)
+    model = make_model()
+    trainer = poptorch.trainingModel(model, opts, make_optimizer("sgd", model))
+    x, y = dataset().tensors
+    trainer(x[:8], y[:8])
+
+
+def test_a_bad_timeout_is_an_error(monkeypatch):
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(_free_port()))
+    monkeypatch.setenv("POPTORCH_DISTRIBUTED_TIMEOUT", "soon")
+    with pytest.raises(poptorch.Error, match=r"POPTORCH_DISTRIBUTED_TIMEOUT must be a number "
+                                             r"of seconds above 0, got 'soon'"):
+        _compile_as(0, 2)
+
+
+def test_options_that_disagree_with_the_process_group_are_an_error(monkeypatch):
+    """A group the script made itself (rank 0 of 1) against options saying 1 of 2."""
+    import torch.distributed as dist
+
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(_free_port()))
+    dist.init_process_group("gloo", rank=0, world_size=1)
+    try:
+        with pytest.raises(poptorch.Error, match=r"Distributed: the options say process 1 of "
+                                                 r"2, but torch.distributed's process group "
+                                                 r"has this process as rank 0 of 1"):
+            _compile_as(1, 2)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_peer_that_never_comes_is_an_error_after_the_timeout(monkeypatch):
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", str(_free_port()))
+    monkeypatch.setenv("POPTORCH_DISTRIBUTED_TIMEOUT", "2")
+    start = time.monotonic()
+    with pytest.raises(poptorch.Error, match=r"Distributed: process 0 of 2 could not meet the "
+                                             r"other processes at 127.0.0.1:"):
+        _compile_as(0, 2)
+    assert time.monotonic() - start < 60
