@@ -213,7 +213,7 @@ def compiled_from_sections(sections: dict[str, bytes], path: str, training: bool
         out_spec = pytree.treespec_loads(meta["out_spec"])
         if training:
             captured = joint.TrainingCaptured(
-                None, arguments, [(str(kind), int(value) if kind == "input" else value)
+                None, arguments, [(str(kind), _index(value) if kind == "input" else value)
                                   for kind, value in meta["results"]],
                 tuple(int(d) for d in meta["loss_shape"]), out_spec, int(meta["loss_leaf"]),
                 constants)
@@ -221,7 +221,7 @@ def compiled_from_sections(sections: dict[str, bytes], path: str, training: bool
             captured = capture.Captured(
                 None, arguments, constants, [str(n) for n in meta["mutated_buffers"]],
                 pytree.treespec_loads(meta["in_spec"]), out_spec,
-                shape_meta(meta["input_meta"]), [int(i) for i in meta["mutated_inputs"]],
+                shape_meta(meta["input_meta"]), [_index(i) for i in meta["mutated_inputs"]],
                 {int(i): value for i, value in meta["constant_outputs"]})
     except Exception as err:  # noqa: BLE001 - any malformed metadata is a corrupt file
         raise _error(path, f"is corrupt: its program metadata is malformed ({err!r})") \
@@ -232,13 +232,14 @@ def compiled_from_sections(sections: dict[str, bytes], path: str, training: bool
             module = ir.Module.parse(text)
             program = compile_module(module, key=text)
             arity = len(program.result_ranks), len(_entry_inputs(module))
+            updates = _updated_input_types(module, captured)
     except ir.MLIRError as err:
         raise _error(path, f"is corrupt: its ipu module does not parse or verify: {err}") \
             from None
     except Exception as err:  # noqa: BLE001 - a module the JIT cannot compile
         raise _error(path, f"is corrupt: its ipu module cannot be compiled ({err!r})") \
             from None
-    problem = _inconsistency(captured, *arity)
+    problem = _inconsistency(captured, *arity) or updates
     if problem:
         raise _error(path, f"is corrupt: its program metadata does not match its module "
                            f"({problem})")
@@ -254,6 +255,34 @@ def _loading_context(irdl_directory: str | None) -> ir.Context:
     if not _CONTEXT:
         _CONTEXT.append(make_context(irdl_directory))
     return _CONTEXT[0]
+
+
+def _index(value: Any) -> int:
+    """An index from JSON: an int, not a bool or a float."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{value!r} is not an index")
+    return value
+
+
+def _updated_input_types(module: ir.Module, captured: Any) -> str:
+    """What is wrong with the results that update inputs in place (each has its input's
+    type), or ""."""
+    main = next(op for op in module.body.operations if op.operation.name == "func.func"
+                and op.attributes["sym_name"].value == "main")
+    function = ir.FunctionType(main.attributes["function_type"].value)
+    inputs = {a.name: t for a, t in zip(captured.arguments, function.inputs, strict=False)
+              if a.kind == "input"}
+    if isinstance(captured, joint.TrainingCaptured):
+        positions = [(p, index) for p, (kind, index) in enumerate(captured.results)
+                     if kind == "input"]
+    else:
+        first = len(captured.mutated_buffers)
+        positions = list(enumerate(captured.mutated_inputs, first))
+    for position, index in positions:
+        if position >= len(function.results) or str(index) not in inputs or \
+                function.results[position] != inputs[str(index)]:
+            return f"result {position} does not update input {index} in place"
+    return ""
 
 
 def _entry_inputs(module: ir.Module) -> list[ir.Type]:

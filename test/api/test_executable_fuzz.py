@@ -210,3 +210,20 @@ def test_fuzz_model_pickles_never_run_code(valid, tmp_path):
 
     run()
     assert not os.path.exists(MARKER)
+
+
+@pytest.mark.parametrize("updated", [[False], [0]])
+def test_an_updated_input_needs_a_result_of_its_type(valid, tmp_path, updated):
+    """A program document naming input 0 as updated in place by result 0 (3 wide, the
+    input 4 wide; False is not an index) is corrupt, not a failure at run time."""
+    _, sections, model = valid
+    document = json.loads(sections["program"])
+    document["mutated_inputs"] = updated
+    path = tmp_path / "edited.poptorch"
+    path.write_bytes(_seal({**sections, "program": json.dumps(document).encode()}))
+    loaded = poptorch.inferenceModel(model)
+    with pytest.raises(poptorch.Error, match=r"is corrupt: its program metadata (is "
+                                             r"malformed \(ValueError\('False is not an "
+                                             r"index'\)\)|does not match its module \(result "
+                                             r"0 does not update input 0 in place\))"):
+        loaded.loadExecutable(str(path))
