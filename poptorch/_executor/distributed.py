@@ -37,6 +37,7 @@ import contextlib
 import datetime
 import os
 import socket
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -51,6 +52,7 @@ from poptorch.options import Options
 TIMEOUT_VARIABLE = "POPTORCH_DISTRIBUTED_TIMEOUT"
 DEFAULT_TIMEOUT = 300.0  # seconds: a first compile of a large model may take minutes
 RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT")
+GONE_WAIT = 3.0  # seconds a failed collective waits to see which peer of this host exited
 
 
 def _error(message: str) -> Error:
@@ -91,9 +93,17 @@ class Processes:
         self.peers = [tuple(p) for p in gathered]
 
     def _gone(self) -> str:
+        """The peers on this host that have exited: a connection a peer's death closes
+        may fail a collective before the kernel has finished its exit, so they are looked
+        for for up to GONE_WAIT seconds."""
         host = socket.gethostname()
-        gone = [r for r, (h, pid) in enumerate(self.peers)
-                if r != self.rank and h == host and not _alive(pid)]
+        nearby = [r for r, (h, _) in enumerate(self.peers) if r != self.rank and h == host]
+        deadline = time.monotonic() + GONE_WAIT
+        while True:
+            gone = [r for r in nearby if not _alive(self.peers[r][1])]
+            if gone or not nearby or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         if gone:
             names = ", ".join(f"process {r} (pid {self.peers[r][1]})" for r in gone)
             return f"{names} stopped"
