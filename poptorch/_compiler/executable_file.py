@@ -267,9 +267,7 @@ def _index(value: Any) -> int:
 def _updated_input_types(module: ir.Module, captured: Any) -> str:
     """What is wrong with the results that update inputs in place (each has its input's
     type), or ""."""
-    main = next(op for op in module.body.operations if op.operation.name == "func.func"
-                and op.attributes["sym_name"].value == "main")
-    function = ir.FunctionType(main.attributes["function_type"].value)
+    function = _main_type(module)
     inputs = {a.name: t for a, t in zip(captured.arguments, function.inputs, strict=False)
               if a.kind == "input"}
     if isinstance(captured, joint.TrainingCaptured):
@@ -285,11 +283,16 @@ def _updated_input_types(module: ir.Module, captured: Any) -> str:
     return ""
 
 
-def _entry_inputs(module: ir.Module) -> list[ir.Type]:
-    """The argument types of @main."""
+def _main_type(module: ir.Module) -> ir.FunctionType:
+    """The function type of @main."""
     main = next(op for op in module.body.operations if op.operation.name == "func.func"
                 and op.attributes["sym_name"].value == "main")
-    return list(ir.FunctionType(main.attributes["function_type"].value).inputs)
+    return ir.FunctionType(main.attributes["function_type"].value)
+
+
+def _entry_inputs(module: ir.Module) -> list[ir.Type]:
+    """The argument types of @main."""
+    return list(_main_type(module).inputs)
 
 
 def _element_type(dtype: torch.dtype) -> str:

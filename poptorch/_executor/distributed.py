@@ -38,7 +38,7 @@ import datetime
 import os
 import socket
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -148,17 +148,8 @@ class Processes:
     def broadcast(self, tensors: Sequence[torch.Tensor], what: str) -> None:
         """Process 0's values of `tensors`, in place in every process, one broadcast
         per dtype."""
-        by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
-        for t in tensors:
-            by_dtype.setdefault(t.dtype, []).append(t)
         with self.collective(f"broadcasting process 0's {what}"), torch.no_grad():
-            for group in by_dtype.values():
-                flat = torch.cat([t.detach().reshape(-1) for t in group])
-                dist.broadcast(flat, src=0)
-                offset = 0
-                for t in group:
-                    t.copy_(flat[offset:offset + t.numel()].view_as(t))
-                    offset += t.numel()
+            _per_dtype(tensors, lambda flat: dist.broadcast(flat, src=0))
 
     def broadcast_arrays(self, arrays: Sequence[np.ndarray], what: str) -> list[np.ndarray]:
         """Process 0's values of NumPy `arrays` (new arrays)."""
@@ -179,24 +170,33 @@ class Processes:
         return out
 
     def all_reduce(self, arrays: Sequence[np.ndarray], mean: bool) -> list[np.ndarray]:
-        """The sum (mean) over processes of each array, one reduction per dtype."""
-        tensors = [torch.from_numpy(np.array(a, copy=True)) for a in arrays]
-        by_dtype: dict[torch.dtype, list[int]] = {}
-        for i, t in enumerate(tensors):
-            by_dtype.setdefault(t.dtype, []).append(i)
-        out: list[np.ndarray] = [np.empty(0)] * len(arrays)
+        """The sum (mean) over processes of each array (new arrays), one reduction per
+        dtype."""
+        tensors = [torch.from_numpy(np.array(a)) for a in arrays]
+
+        def reduce(flat: torch.Tensor) -> None:
+            dist.all_reduce(flat)
+            if mean:
+                flat /= self.size
         with self.collective("the gradient all-reduce over processes"):
-            for indices in by_dtype.values():
-                flat = torch.cat([tensors[i].reshape(-1) for i in indices])
-                dist.all_reduce(flat)
-                if mean:
-                    flat /= self.size
-                offset = 0
-                for i in indices:
-                    n = tensors[i].numel()
-                    out[i] = flat[offset:offset + n].reshape(tensors[i].shape).numpy()
-                    offset += n
-        return out
+            _per_dtype(tensors, reduce)
+        return [t.numpy() for t in tensors]
+
+
+def _per_dtype(tensors: Sequence[torch.Tensor],
+               collective: Callable[[torch.Tensor], None]) -> None:
+    """Run `collective` in place on the tensors of each dtype as one flat tensor, and
+    write its result back into them: one collective per dtype, not per tensor."""
+    by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
+    for t in tensors:
+        by_dtype.setdefault(t.dtype, []).append(t)
+    for group in by_dtype.values():
+        flat = torch.cat([t.detach().reshape(-1) for t in group])
+        collective(flat)
+        offset = 0
+        for t in group:
+            t.copy_(flat[offset:offset + t.numel()].view_as(t))
+            offset += t.numel()
 
 
 def _brief(value: Any) -> str:
@@ -313,11 +313,11 @@ def reduce_gradients(processes: Processes, names: Sequence[str], grads: Sequence
                         strict=True):
         out[i] = value
     grouped = [i for i, n in enumerate(names) if n in groupings]
+    reduce = np.mean if mean else np.sum
     if grouped:
         gathered = processes.all_gather([np.asarray(grads[i]) for i in grouped])
         for i, every in zip(grouped, gathered, strict=True):
             owners = groupings[names[i]].group_of()
-            reduce = np.mean if mean else np.sum
             out[i] = np.stack([reduce(every[owners == g], axis=0).astype(every.dtype)
                                for g in range(groupings[names[i]].groups)])
     return out

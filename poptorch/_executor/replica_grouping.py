@@ -97,9 +97,11 @@ def _describe(comm_group_type: CommGroupType, shards: int) -> str:
 
 
 def check(name: str, comm_group_type: Any, shards: Any, variable_retrieval_mode: Any,
-          replicas: int, processes: int = 1) -> ReplicaGrouping | None:
-    """The grouping `replicaGrouping(...)` asks for on parameter `name`, or an Error
-    naming what to change; None for CommGroupType.All, which has no effect (spec)."""
+          options: Options) -> ReplicaGrouping | None:
+    """The grouping `replicaGrouping(...)` asks for on parameter `name` over the run's
+    replicas (`run_replicas`), or an Error naming what to change; None for
+    CommGroupType.All, which has no effect (spec)."""
+    replicas, processes = run_replicas(options), options.Distributed.numProcesses
     where = f"{name}.replicaGrouping"
     if not isinstance(comm_group_type, CommGroupType):
         raise Error(f"{where}: comm_group_type must be a poptorch.CommGroupType (All, "
@@ -233,8 +235,7 @@ class GroupingMethod:
             raise Error(f"{self._name}.replicaGrouping was called after the model was "
                         "compiled; call it before the first call or compile(), or wrap the "
                         "model again", type="executor")
-        check(self._name, comm_group_type, shards, variable_retrieval_mode,
-              run_replicas(executor.options), executor.options.Distributed.numProcesses)
+        check(self._name, comm_group_type, shards, variable_retrieval_mode, executor.options)
         executor.per_replica_params[self._name] = (comm_group_type, shards,
                                                    variable_retrieval_mode)
 
@@ -260,7 +261,7 @@ def resolve(executor: GroupedExecutor) -> dict[str, ReplicaGrouping]:
             raise Error(f"per_replica_params names {name!r}, which is not a parameter of the "
                         "model; use a name from model.named_parameters()",
                         type="executor") from None
-        grouping = check(name, *entry, replicas, options.Distributed.numProcesses)
+        grouping = check(name, *entry, options)
         if grouping is not None:
             check_host_shape(name, param, grouping)
             if own != replicas:

@@ -263,11 +263,15 @@ class TrainingExecutor(PoplarExecutor):
         """`@reduce_gradients`: one `ipu.all_reduce` per gradient, over all replicas, or
         within the replica groups of a replica-grouped weight."""
         reduction = ir.StringAttr.get("mean" if self._mean() else "sum")
-        # a grouping over several processes' replicas is reduced on the host (`_apply`)
-        groups = [replica_group(*self._groupings[name].replica_group())
-                  if name in self._groupings and self._groupings[name].own is None
-                  else replica_group("no_grouping" if name in self._groupings else "all")
-                  for name, _ in params]
+
+        def group_of(name: str) -> ir.Attribute:
+            found = self._groupings.get(name)
+            if found is None:
+                return replica_group("all")
+            # a grouping over several processes' replicas is reduced on the host (`_apply`)
+            return replica_group("no_grouping") if found.own is not None \
+                else replica_group(*found.replica_group())
+        groups = [group_of(name) for name, _ in params]
         with ir.InsertionPoint(module.body):
             @func.FuncOp.from_py_func(*[t for _, t in params], name="reduce_gradients")
             def reduce_gradients(*grads):
