@@ -229,3 +229,16 @@ def test_a_peer_that_never_comes_is_an_error_after_the_timeout(monkeypatch):
                                              r"other processes at 127.0.0.1:"):
         _compile_as(0, 2)
     assert time.monotonic() - start < 60
+
+
+def test_a_grouping_must_divide_the_replicas_of_every_process():
+    opts = options()
+    opts.Distributed.configureProcessId(0, 2)
+    model = make_model("grouped")
+    trainer = poptorch.trainingModel(model, opts, make_optimizer("grouped", model))
+    with pytest.raises(poptorch.Error, match=r"scale.replicaGrouping: shards=3 replicas per "
+                                             r"group does not divide the 4 replicas of 2 "
+                                             r"processes x replicationFactor\(2\); use a "
+                                             r"factor of 4"):
+        trainer.scale.replicaGrouping(poptorch.CommGroupType.Consecutive, 3,
+                                      poptorch.VariableRetrievalMode.OnePerGroup)
