@@ -190,25 +190,37 @@ def gelu_backward(op: ir.OpView, b: Builder) -> ir.Value:
     return BINARY_OPS[name](grad, x, out).result
 
 
-# pow(x, c) for the constant exponents PyTorch's CPU kernel computes with a cheaper op
-# (pow_tensor_scalar_optimized_kernel: x * x, sqrt, rsqrt, 1 / x), as PopART's pow
-# pattern turns pow by 2 into a square: the same values, at the vector rate of the
-# cheaper op (popops' POWER is ~150x SQUARE's, popopsCycleEstimators.hpp). Exponent 1
-# (pow(x, 2)'s gradient has pow(x, 1)) is x itself.
-POW_BY_CONSTANT = {2.0: "square", 0.5: "sqrt", -0.5: "rsqrt", -1.0: "reciprocal", 1.0: ""}
+# pow(x, c) for the constant exponents PyTorch's CPU kernel computes with cheaper ops
+# (pow_tensor_scalar_optimized_kernel: x * x, x * x * x, sqrt, rsqrt, 1 / x, 1 / (x * x)),
+# as PopART's pow pattern turns pow by 2 into a square: the same values, at the vector
+# rate of the cheaper ops (popops' POWER is ~150x SQUARE's, popopsCycleEstimators.hpp).
+# Exponent 1 (pow(x, 2)'s gradient has pow(x, 1)) is x itself. The cube and the inverse
+# square are products of float32 or float64 only: in float16 PyTorch rounds x * x * x
+# once, in float32 (measured: torch.pow(h, 3.0) != h * h * h for a float16 h), and a
+# float16 square would round twice.
+POW_BY_CONSTANT = {2.0: ("square",), 0.5: ("sqrt",), -0.5: ("rsqrt",),
+                   -1.0: ("reciprocal",), 1.0: ()}
+POW_BY_PRODUCT = {3.0: ("square", "mul"), -2.0: ("square", "reciprocal")}
 
 
 def pow_(op: ir.OpView, b: Builder) -> ir.Value:
     """aten.pow.Tensor_Tensor / Tensor_Scalar / Scalar; a float tensor to a constant
-    exponent of POW_BY_CONSTANT is that op."""
+    exponent of POW_BY_CONSTANT (or, in float32 and float64, of POW_BY_PRODUCT) is those
+    ops in turn, "mul" multiplying by x."""
     out = b.result_type()
     base, exponent = op.operands[0], op.operands[1]
     if b.is_tensor(base) and not b.is_tensor(exponent) \
             and isinstance(out.element_type, ir.FloatType):
-        name = POW_BY_CONSTANT.get(float(b.scalar(exponent)))
-        if name is not None:
-            x = operand(b, base, out.element_type)
-            return UNARY_OPS[name](x, out).result if name else x
+        exponent = float(b.scalar(exponent))
+        names = POW_BY_CONSTANT.get(exponent)
+        if names is None and not isinstance(out.element_type, (ir.F16Type, ir.BF16Type)):
+            names = POW_BY_PRODUCT.get(exponent)
+        if names is not None:
+            x = result = operand(b, base, out.element_type)
+            for name in names:
+                result = BINARY_OPS[name](result, x, out).result if name == "mul" \
+                    else UNARY_OPS[name](result, out).result
+            return result
     return binary("pow", op, b)
 
 

@@ -70,13 +70,50 @@ func.func @pow$one(%x: !torch.vtensor<[4],f32>) -> !torch.vtensor<[4],f32> {
 
 // -----
 
-// Other exponents, and integer tensors (an integer square is exact either way), stay
-// ipu.pow.
+// The cube is x * x * x, as PyTorch computes it in float32: a square, then a product
+// with x.
 // CHECK-LABEL: func.func @pow$cube
-// CHECK:         %[[C:.*]] = "ipu.constant"() {value = dense<3.000000e+00> : tensor<f32>}
-// CHECK:         "ipu.pow"(%{{.*}}, %[[C]]) : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+// CHECK:         %[[X:.*]] = torch_c.to_builtin_tensor %arg0
+// CHECK-NEXT:    %[[S:.*]] = "ipu.square"(%[[X]]) : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    "ipu.mul"(%[[S]], %[[X]]) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NOT:     ipu.pow
 func.func @pow$cube(%x: !torch.vtensor<[4],f32>) -> !torch.vtensor<[4],f32> {
   %e = torch.constant.float 3.000000e+00
+  %0 = torch.aten.pow.Tensor_Scalar %x, %e : !torch.vtensor<[4],f32>, !torch.float -> !torch.vtensor<[4],f32>
+  return %0 : !torch.vtensor<[4],f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @pow$inverse_square
+// CHECK:         %[[S:.*]] = "ipu.square"(%{{.*}}) : (tensor<4xf64>) -> tensor<4xf64>
+// CHECK-NEXT:    "ipu.reciprocal"(%[[S]]) : (tensor<4xf64>) -> tensor<4xf64>
+func.func @pow$inverse_square(%x: !torch.vtensor<[4],f64>) -> !torch.vtensor<[4],f64> {
+  %e = torch.constant.float -2.000000e+00
+  %0 = torch.aten.pow.Tensor_Scalar %x, %e : !torch.vtensor<[4],f64>, !torch.float -> !torch.vtensor<[4],f64>
+  return %0 : !torch.vtensor<[4],f64>
+}
+
+// -----
+
+// In float16 PyTorch rounds a cube once (in float32): it stays ipu.pow, as do other
+// exponents and integer tensors (an integer square is exact either way).
+// CHECK-LABEL: func.func @pow$cube_f16
+// CHECK:         %[[C:.*]] = "ipu.constant"() {value = dense<3.000000e+00> : tensor<f16>}
+// CHECK:         "ipu.pow"(%{{.*}}, %[[C]]) : (tensor<4xf16>, tensor<f16>) -> tensor<4xf16>
+func.func @pow$cube_f16(%x: !torch.vtensor<[4],f16>) -> !torch.vtensor<[4],f16> {
+  %e = torch.constant.float 3.000000e+00
+  %0 = torch.aten.pow.Tensor_Scalar %x, %e : !torch.vtensor<[4],f16>, !torch.float -> !torch.vtensor<[4],f16>
+  return %0 : !torch.vtensor<[4],f16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @pow$other_exponent
+// CHECK:         %[[C:.*]] = "ipu.constant"() {value = dense<4.000000e+00> : tensor<f32>}
+// CHECK:         "ipu.pow"(%{{.*}}, %[[C]]) : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+func.func @pow$other_exponent(%x: !torch.vtensor<[4],f32>) -> !torch.vtensor<[4],f32> {
+  %e = torch.constant.float 4.000000e+00
   %0 = torch.aten.pow.Tensor_Scalar %x, %e : !torch.vtensor<[4],f32>, !torch.float -> !torch.vtensor<[4],f32>
   return %0 : !torch.vtensor<[4],f32>
 }
