@@ -51,6 +51,17 @@ def test_conv2d():
     check(model, torch.randn(2, 4, 9, 8))
 
 
+def test_pointwise_convolutions_are_a_product_per_image():
+    """1 x 1 convolutions over planes of at least POINTWISE_PIXELS pixels, and their
+    transposed form, are one product per image in place; over replicas too."""
+    torch.manual_seed(0)
+    w = torch.randn(16, 8, 1, 1)
+    model = Branches(nn.Conv2d(16, 24, 1), nn.Conv2d(16, 4, 1, bias=False),
+                     Fn(lambda x: F.conv_transpose2d(x, w)))
+    check(model, torch.randn(4, 16, 12, 12))
+    check(model, torch.randn(8, 16, 12, 12), options=poptorch.Options().replicationFactor(2))
+
+
 def test_conv1d_and_conv3d():
     torch.manual_seed(0)
     check(Branches(

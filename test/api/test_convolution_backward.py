@@ -102,6 +102,12 @@ def test_conv2d_groups_and_frozen_weight():
     train_like_cpu(body, (3, 3, 9, 10))
 
 
+def test_pointwise_convolutions():
+    """1 x 1 convolutions as a product per image: the input gradient too (the scale)."""
+    body = nn.Sequential(Scale(16, 12, 12), nn.Conv2d(16, 24, 1), nn.Conv2d(24, 8, 1))
+    train_like_cpu(body, (8, 16, 12, 12))
+
+
 def test_conv_transpose():
     """Transposed convolutions: grouped with output_padding, dilated without bias, and 1-d
     with an output_padding larger than the padding (the gradient's convolution crops it)."""

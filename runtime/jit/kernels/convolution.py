@@ -108,6 +108,13 @@ def im2col(xp, groups, kernel_size, strides, dilations, outputs):
     return cols.reshape(lx, groups, c // groups * math.prod(kernel_size), -1)
 
 
+def pointwise(kernel_size, strides, padding_low, padding_high, groups) -> bool:
+    """Whether a convolution (or its transposed form) is a product per pixel: 1 x 1
+    kernel, stride 1, no padding, one group (x (N, C, P) -> w (C_out, C) @ x[n])."""
+    return groups == 1 and math.prod(kernel_size) == 1 and all(s == 1 for s in strides) \
+        and not any(padding_low) and not any(padding_high)
+
+
 def _conv(x, w, strides, padding_low, padding_high, dilations, groups, half_partials=False):
     """x (L, N, C, *S), w (1 or L, C_out, C / groups, *K) -> (L, N, C_out, *O)."""
     lx, n = x.shape[:2]
@@ -116,6 +123,10 @@ def _conv(x, w, strides, padding_low, padding_high, dilations, groups, half_part
     xp = padded(x, padding_low, padding_high)
     outputs = tuple((size - di * (k - 1) - 1) // s + 1 for size, k, s, di in zip(
         xp.shape[3:], kernel_size, strides, dilations, strict=True))
+    if pointwise(kernel_size, strides, padding_low, padding_high, groups) and not half_partials:
+        # each image's product in place: no window matrix, no transposes
+        y = np.matmul(w.reshape(lw, 1, c_out, c_in), x.reshape(lx, n, c_in, -1))
+        return y.reshape((lx, n, c_out) + outputs)
     w = w.reshape((lw, 1, groups, c_out // groups, c_in) + kernel_size)
     if c_in == 1:  # depthwise: a multiply-add per tap, in the (L, N, G, C_out / G) layout
         xp = xp.reshape((lx, n, groups, 1) + xp.shape[3:])
@@ -149,6 +160,10 @@ def _conv_transpose(x, w, strides, padding, output_padding, dilations, groups):
     lx, n, c_in = x.shape[:3]
     lw, _, c_group = w.shape[:3]
     spatial, kernel_size = x.shape[3:], w.shape[3:]
+    if pointwise(kernel_size, strides, padding, output_padding, groups):  # w^T @ x[n]
+        y = np.matmul(np.swapaxes(w.reshape(lw, 1, c_in, c_group), -1, -2),
+                      x.reshape(lx, n, c_in, -1))
+        return y.reshape((lx, n, c_group) + spatial)
     xt = np.moveaxis(x.reshape((lx, n, groups, c_in // groups, -1)), 1, 3)
     wt = np.swapaxes(w.reshape(lw, groups, c_in // groups, -1), -1, -2)
     cols = gemms(wt, np.ascontiguousarray(xt).reshape(lx, groups, c_in // groups, -1))

@@ -14,8 +14,9 @@ kept in the executable cache directory (`cache`).
 - `grouping.py`: which ops fuse into one kernel, and what each group reads.
 - `elementwise.py`: the elementwise emitter (loops, reads, `scalar_ir` bodies, stores).
 - `window.py`: the window emitter's table by op class (`WINDOWS`), over `pooling.py`
-  (max pooling and its gradient) and `convolution.py` (im2col, col2im and the BLAS
-  products around them), which write their bodies with `lines.py`.
+  (max pooling and its gradient), `convolution.py` (im2col, col2im and the BLAS
+  products around them) and `depthwise.py` (direct kernels of grouped convolutions
+  with few channels a group), which write their bodies with `lines.py`.
 - `emitters.py`: `EMITTERS` (kind -> emitter) and the kernel module.
 - `compiled.py`: lowering, compiling, loading and calling compiled kernels.
 - `cache.py`: the on-disk shared objects and index entries, and their keys.

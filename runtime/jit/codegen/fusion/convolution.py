@@ -15,7 +15,8 @@ and cropped as it goes (col2im), instead of NumPy's strided add per tap into a p
 output and a copy out of it (a CNN's 32x32x16x16 gradient: 2.1 against 3.5 ms).
 
 Convolutions of f32 whose windows have at least FUSE_MIN_ELEMENTS elements are
-compiled; the rest stay NumPy kernels.
+compiled, except pointwise ones over planes of at least POINTWISE_PIXELS pixels (a
+product per image needs no windows); the rest stay NumPy kernels.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ from poptorch.runtime.jit.codegen.fusion.group import (
 )
 from poptorch.runtime.jit.codegen.fusion.lines import Lines, header
 from poptorch.runtime.jit.kernels import kernel_of
+from poptorch.runtime.jit.kernels.convolution import pointwise
+
+POINTWISE_PIXELS = 64  # a pointwise convolution's output pixels from which it is per image
 
 
 # ---- convolutions: the windows of the input (im2col) as a compiled kernel -----------------
@@ -56,14 +60,25 @@ def _geometry(op: ir.Operation) -> tuple:
             int(op.attributes["groups"].value))
 
 
+def _per_image(op: ir.Operation, kernel, outputs, strides, low, high, groups) -> bool:
+    """Whether the op is a pointwise convolution (or its transposed form) over planes of
+    at least POINTWISE_PIXELS pixels, which the NumPy kernel makes one product per image
+    in place (`kernels.convolution.pointwise`): for 32 images of 16 x 16 pixels 2.5x
+    faster than the window matrix's product and its transposes, as fast for 4 x 4."""
+    return op_class(op) is not ConvWeightGradOp and math.prod(outputs) >= POINTWISE_PIXELS \
+        and pointwise(kernel, strides, low, high, groups)
+
+
 def convolution_group(op: ir.Operation) -> Group | None:
     """A convolution (or its weight gradient) of f32 whose windows the kernel module
     gathers (`im2col`), or None."""
     types = [storage(v.type) for v in list(op.operands) + list(op.results)]
     if types != ["f32"] * 3 or op.operands[0].type.rank < 3:
         return None
-    source, kernel, outputs, *_ = _geometry(op)
-    if source[0] * math.prod(outputs) * source[1] * math.prod(kernel) < FUSE_MIN_ELEMENTS:
+    source, kernel, outputs, strides, low, _, groups = _geometry(op)
+    if source[0] * math.prod(outputs) * source[1] * math.prod(kernel) < FUSE_MIN_ELEMENTS or \
+            _per_image(op, kernel, outputs, strides, low,
+                       [int(x) for x in op.attributes["padding_high"]], groups):
         return None
     return Group(tuple(op.results[0].type.shape), [op], inputs=list(op.operands),
                  outputs=list(op.results), kind=Kind.WINDOW)
@@ -224,6 +239,10 @@ def transposed_group(op: ir.Operation) -> Group | None:
     types = [storage(v.type) for v in list(op.operands) + list(op.results)]
     if types != ["f32"] * 3 or op.operands[0].type.rank < 3 or \
             math.prod(op.results[0].type.shape) < FUSE_MIN_ELEMENTS:
+        return None
+    _, kernel, result, strides, padding, _, groups = _transposed(op)
+    if _per_image(op, kernel, result[2:], strides, padding,
+                  [int(x) for x in op.attributes["output_padding"]], groups):
         return None
     return Group(tuple(op.results[0].type.shape), [op], inputs=list(op.operands),
                  outputs=list(op.results), kind=Kind.WINDOW)

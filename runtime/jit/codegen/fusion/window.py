@@ -1,12 +1,14 @@
 """The emitter of window groups: one op whose kernel reads windows of its input (a max
-pooling, its gradient, a convolution's windows), chosen from `WINDOWS` by op class.
+pooling, its gradient, a convolution's windows or taps), chosen from `WINDOWS` by op
+class.
 
-Each entry says how its op becomes a one-op group (`group`: None leaves it to its
-NumPy kernel), writes the group's function (`function`), which inputs and outputs that
-function has when they are not the op's own (`io`: a convolution's function gathers the
-windows of its input alone), and what the program calls on top of the compiled function
-(`call`: for a convolution, the BLAS products around it). The functions share the kernel
-module, `FusedKernel`'s calling convention and the cache with the elementwise groups.
+Each entry says how its op becomes a one-op group (`group`: None leaves it to the next
+entry of its class, and after the last to its NumPy kernel), writes the group's function
+(`function`), which inputs and outputs that function has when they are not the op's own
+(`io`: a convolution's function gathers the windows of its input alone), and what the
+program calls on top of the compiled function (`call`: for a convolution, the BLAS
+products around it). The functions share the kernel module, `FusedKernel`'s calling
+convention and the cache with the elementwise groups.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from torch_mlir import ir
 from poptorch.dialects import op_class
 from poptorch.dialects.convolution import ConvOp, ConvTransposeOp, MaxPoolOp, MaxPoolWithIndicesOp
 from poptorch.dialects.convolution_backward import ConvWeightGradOp, MaxPoolGradOp
-from poptorch.runtime.jit.codegen.fusion import convolution, pooling
+from poptorch.runtime.jit.codegen.fusion import convolution, depthwise, pooling
 from poptorch.runtime.jit.codegen.fusion.group import Group
 
 
@@ -37,43 +39,59 @@ class Window:
 _POOL = Window(pooling.pool_group, pooling.pool)
 _CONVOLUTION = Window(convolution.convolution_group, convolution.im2col,
                       convolution.im2col_io, convolution.Convolution)
+# grouped convolutions with few channels a group (depthwise ones): direct kernels
+_DIRECT = Window(depthwise.direct_group, depthwise.function, depthwise.direct_io,
+                 depthwise.DirectConvolution)
 
-# op class -> how it runs as a window kernel
-WINDOWS: dict[type, Window] = {
-    MaxPoolOp: _POOL,
-    MaxPoolWithIndicesOp: _POOL,
-    MaxPoolGradOp: Window(pooling.pool_group, pooling.gradient),
-    ConvOp: _CONVOLUTION,
-    ConvWeightGradOp: _CONVOLUTION,
-    ConvTransposeOp: Window(convolution.transposed_group, convolution.col2im,
-                            convolution.col2im_io, convolution.TransposedConvolution),
+# op class -> how its ops run as window kernels, the first entry whose `group` takes the op
+WINDOWS: dict[type, tuple[Window, ...]] = {
+    MaxPoolOp: (_POOL,),
+    MaxPoolWithIndicesOp: (_POOL,),
+    MaxPoolGradOp: (Window(pooling.pool_group, pooling.gradient),),
+    ConvOp: (_DIRECT, _CONVOLUTION),
+    ConvWeightGradOp: (_DIRECT, _CONVOLUTION),
+    ConvTransposeOp: (_DIRECT, Window(convolution.transposed_group, convolution.col2im,
+                                      convolution.col2im_io,
+                                      convolution.TransposedConvolution)),
 }
+
+
+def _taking(op: ir.Operation) -> tuple[Window, Group] | None:
+    """The first entry of the op's class that takes it, and its group."""
+    for window in WINDOWS.get(op_class(op), ()):
+        group = window.group(op)
+        if group is not None:
+            return window, group
+    return None
 
 
 def window_group(op: ir.Operation) -> Group | None:
     """The one-op group of a pooling op or convolution the kernel module computes, or
     None."""
-    window = WINDOWS.get(op_class(op))
-    return None if window is None else window.group(op)
+    taken = _taking(op)
+    return None if taken is None else taken[1]
+
+
+def _window(group: Group) -> Window:
+    taken = _taking(group.ops[0])
+    assert taken is not None, "a window group whose op no entry takes"
+    return taken[0]
 
 
 def function(name: str, group: Group) -> str:
     """The kernel of a window group as a func.func (`FusedKernel`'s arguments)."""
-    op = group.ops[0]
-    return WINDOWS[op_class(op)].function(name, op)
+    return _window(group).function(name, group.ops[0])
 
 
 def io(group: Group) -> tuple[list, list] | None:
     """The compiled function's (inputs, outputs) as `FusedKernel` takes them, when they
     are not the group's own."""
-    op = group.ops[0]
-    window = WINDOWS[op_class(op)]
-    return None if window.io is None else window.io(op)
+    window = _window(group)
+    return None if window.io is None else window.io(group.ops[0])
 
 
 def call(kernel, group: Group):
     """What the program calls for the group: the compiled kernel, or what its entry
     builds on it."""
-    op = group.ops[0]
-    window = WINDOWS[op_class(op)]
-    return kernel if window.call is None else window.call(kernel, op)
+    window = _window(group)
+    return kernel if window.call is None else window.call(kernel, group.ops[0])
