@@ -17,6 +17,7 @@ consumer are both converted.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -57,11 +58,16 @@ class Builder:
 
     def constant(self, value: Any, element_type: ir.Type,
                  shape: Sequence[int] = ()) -> ir.Value:
-        """An `ipu.constant` holding `value` (broadcast to `shape`) as `element_type`."""
-        array = np.broadcast_to(np.asarray(value, dtype=numpy_dtype(element_type)), shape)
+        """An `ipu.constant` holding `value` (broadcast to `shape`) as `element_type`.
+        One value is given to MLIR as one element, which it makes the same splat as from
+        the whole array without the array (an embedding gradient's zeros: 90 MB)."""
+        source = np.asarray(value, dtype=numpy_dtype(element_type))
         tensor = ir.RankedTensorType.get(list(shape), element_type)
-        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=tensor)
-        return constant(attr)
+        if source.size == 1 and math.prod(shape):
+            array = source.reshape(1)
+        else:
+            array = np.ascontiguousarray(np.broadcast_to(source, shape))
+        return constant(ir.DenseElementsAttr.get(array, type=tensor))
 
     def cast(self, value: ir.Value, element_type: ir.Type) -> ir.Value:
         """`value` (builtin) converted to `element_type` (no op if it already has it)."""

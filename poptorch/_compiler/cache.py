@@ -28,6 +28,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import sys
 import sysconfig
 import time
@@ -49,10 +50,14 @@ from poptorch.options.serialise import apply_run_time, options_to_json
 
 _MAX_NODES = 200_000
 _MAX_DEPTH = 200
-# code under these directories is hashed by name (its version is in the key)
+# code under these directories is hashed by name (its version is in the key): the
+# interpreter's, every site-packages directory on the path (a venv's own, and those a
+# venv with system site packages or a .pth file adds), and our own packages
 _LIBRARY_DIRS = tuple(
     {os.path.realpath(sysconfig.get_paths()[name]) + os.sep
      for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    | {os.path.realpath(entry) + os.sep for entry in sys.path
+       if os.path.basename(os.path.normpath(entry)) in ("site-packages", "dist-packages")}
     | {os.path.realpath(os.path.dirname(importlib.import_module(package).__file__)) + os.sep
        for package in ("torch", "numpy", "poptorch", "poptorch.runtime", "poptorch.passes",
                        "poptorch.dialects")})
@@ -64,6 +69,7 @@ class Opaque(Exception):
     """The model holds state the fingerprint cannot see."""
 
 
+@functools.lru_cache(maxsize=4096)  # a model's classes share a few files; realpath is slow
 def _is_library_file(filename: str | None) -> bool:
     if not filename or filename.startswith("<"):
         return False
@@ -150,7 +156,7 @@ class Fingerprint:
             self.add(type(value).__name__, len(value))
             for item in value:
                 self.value(item, depth)
-        elif isinstance(value, dict):
+        elif isinstance(value, dict | types.MappingProxyType):
             self.add(type(value).__name__, len(value))
             for key, item in value.items():
                 self.value(key, depth)
@@ -171,6 +177,13 @@ class Fingerprint:
             self.add("method")
             self.value(value.__func__, depth)
             self.value(value.__self__, depth)
+        elif isinstance(value, re.Pattern):
+            self.add("pattern", value.pattern, value.flags)
+        elif isinstance(value, types.UnionType | types.GenericAlias):
+            # type annotations (`int | None`, `list[str]`), as transformers' configs hold
+            self.add(type(value).__name__)
+            self.value(getattr(value, "__origin__", None), depth)
+            self.value(value.__args__, depth)
         elif isinstance(value, functools.partial):
             self.add("partial")
             for part in (value.func, value.args, value.keywords):

@@ -26,6 +26,7 @@ the user's tensor, as in inference.
 from __future__ import annotations
 
 import contextlib
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,8 +36,10 @@ from torch._subclasses.fake_tensor import (
     DynamicOutputShapeException,
     FakeTensorMode,
 )
+from torch.fx import proxy as fx_proxy
 from torch.fx.experimental.proxy_tensor import _MakefxTracer
 from torch.utils import _pytree as pytree
+from torch.utils._traceback import CapturedTraceback
 
 from poptorch import ops
 from poptorch._frontend import capture, decompose, model_code, tied
@@ -107,7 +110,8 @@ class _LossFirst(torch.nn.Module):
 def _stack_traces():
     """Record the Python stack of every traced op, as torch.export does for inference, so
     that an error in the training graph names the model's line: aot_export traces with
-    make_fx's tracer, whose `record_stack_traces` it leaves off and does not expose."""
+    make_fx's tracer, whose `record_stack_traces` it leaves off and does not expose.
+    The tracer's stacks are taken through `_ForwardTraceback`."""
     init = _MakefxTracer.__init__
 
     def recording(self, *args, **kwargs):
@@ -115,10 +119,34 @@ def _stack_traces():
         self.record_stack_traces = True
 
     _MakefxTracer.__init__ = recording
+    fx_proxy.CapturedTraceback = _ForwardTraceback
     try:
         yield
     finally:
         _MakefxTracer.__init__ = init
+        fx_proxy.CapturedTraceback = CapturedTraceback
+
+
+class _ForwardTraceback:
+    """torch.fx's `CapturedTraceback` for the tracer of the training capture. make_fx's
+    tracer keeps only the frames of `forward` functions, of torch/__init__.py and of its
+    anchors (`_record_forward_stack_traces_only`; other tracers keep the frames from the
+    first `forward` on): a stack without any such frame ends up empty, as every op the
+    backward traces does (autograd runs it after the forward has returned). Such a stack
+    is given as empty before it is symbolised, which took a fifth of a BERT's capture."""
+
+    @staticmethod
+    def extract(*, script=False, cpp=False, skip=0):
+        frame = sys._getframe(1)
+        while frame is not None:
+            code = frame.f_code
+            if "forward" in (code.co_name, code.co_qualname) \
+                    or code.co_filename.endswith("torch/__init__.py") \
+                    or (code.co_filename, code.co_name) in fx_proxy._STACK_TRACE_ANCHORS:
+                return CapturedTraceback.extract(script=script, cpp=cpp,
+                                                 skip=skip if script or cpp else skip + 1)
+            frame = frame.f_back
+        return CapturedTraceback(None)
 
 
 def _backward_traces(graph: torch.fx.Graph) -> None:

@@ -64,7 +64,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torch_mlir import ir
 
@@ -240,7 +240,9 @@ def one_by_one_cycles(v: Vertex, positions: int, in_groups: int, out_groups: int
 class Conv:
     """One convolution in canonical form (module docstring), and how its tiles' operand
     slabs are counted: `received(rows, width, ci, co)` gives the (activation-side,
-    weight-side) bytes of one conv group; `groups` conv groups (a batched matmul's)."""
+    weight-side) bytes of one conv group; `groups` conv groups (a batched matmul's);
+    `reads`: every value `received` reads besides its arguments, so that two equal
+    `Conv`s weigh the same plans (`conv_plans` memoises them)."""
 
     rows: int
     width: int
@@ -249,8 +251,9 @@ class Conv:
     kernel: tuple[int, int]
     stride: tuple[int, int]  # output positions a kernel position meets: 1 in s
     one_by_one: bool
-    received: Callable[[int, int, int, int], tuple[int, int]]
+    received: Callable[[int, int, int, int], tuple[int, int]] = field(compare=False)
     groups: int = 1
+    reads: tuple = ()
 
 
 def _attr(op: ir.Operation, name: str, rank: int, default: int) -> list[int]:
@@ -305,7 +308,8 @@ def canonical(p: Plan) -> Conv | None:
             window = block[0] * _window(x[2:], block[1:], kernel, stride, dilation)
             return chans * window * b_act, co * ci * b_w
         return Conv(1, out[1] * math.prod(kernel), positions, out[0], (1, 1), (1, 1), True,
-                    wu_received)
+                    wu_received, reads=(tuple(x), tuple(grad), tuple(kernel), tuple(stride),
+                                        tuple(dilation), b_act, b_w))
     transposed = p.op_class is ConvTransposeOp
     c_in, c_out = x[1], out[1]
     kernel = w[2:]
@@ -324,7 +328,9 @@ def canonical(p: Plan) -> Conv | None:
         window = block[0] * _window(x[2:], block[1:], kernel, stride, dilation, transposed)
         return ci * window * b_act, co * ci * math.prod(kernel) * b_w
     rows = math.prod(outer)
-    return Conv(rows, out[-1], c_in, c_out, kernel_pos, field_stride, one, received)
+    return Conv(rows, out[-1], c_in, c_out, kernel_pos, field_stride, one, received,
+                reads=(tuple(x), tuple(kernel), tuple(stride), tuple(dilation), tuple(outer),
+                       transposed, one, b_act, b_w))
 
 
 def _splits(total: int, limit: int) -> list[int]:
@@ -348,6 +354,20 @@ def _vertices(p: Plan) -> list[Vertex]:
             for group in range(weights, 0, -load) if weights % group == 0]
 
 
+# conv_plans' results by everything the plans read (`_plans_key`): a deep model repeats
+# each of its products and convolutions once a layer, and weighing one's ~1,000 plans
+# takes tens of milliseconds (a 12-layer BERT-base's 97 matmuls: most of its machine model).
+_PLANS: dict[tuple, tuple[tuple[OpCost, int], ...]] = {}
+_PLANS_KEPT = 4096
+
+
+def _plans_key(p: Plan, conv: Conv) -> tuple:
+    """What `_vertices`, `_plan` and `_rearrangement` read of `p` for `conv`."""
+    return (conv, p.op_class, p.machine, p.available, p.proportion, p.arranged, p.bytes,
+            p.operand_bytes, tuple(tuple(shape) for shape in p.shapes), p.out,
+            str(element_type(p.op.operands[0])), family.half_partials(p.op))
+
+
 def conv_plans(p: Plan, conv: Conv | None = None) -> list[tuple[OpCost, int]] | None:
     """The plans weighed for a convolution-like op (module docstring), or for `conv`
     when given (a matmul, `cost_matmul`); None for a convolution with conv groups
@@ -355,8 +375,17 @@ def conv_plans(p: Plan, conv: Conv | None = None) -> list[tuple[OpCost, int]] | 
     conv = conv or canonical(p)
     if conv is None:
         return None
+    key = _plans_key(p, conv)
+    plans = _PLANS.get(key)
+    if plans is None:
+        if len(_PLANS) >= _PLANS_KEPT:
+            _PLANS.clear()
+        plans = _PLANS[key] = tuple(_weigh(p, conv))
+    return list(plans)
+
+
+def _weigh(p: Plan, conv: Conv) -> list[tuple[OpCost, int]]:
     plans, tiles = [], p.available
-    partial_bits = 32
     for v in _vertices(p):
         in_groups_total = math.ceil(conv.in_chans / v.in_group)
         out_groups_total = math.ceil(conv.out_chans / v.out_group)

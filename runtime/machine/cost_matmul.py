@@ -37,7 +37,8 @@ def canonical(p: Plan, dims: family.Dims) -> Conv:
 
     def received(_rows: int, width: int, ci: int, co: int) -> tuple[int, int]:
         return ci * width * lhs, co * ci * rhs
-    return Conv(1, positions, depth, cols, (1, 1), (1, 1), True, received, groups)
+    return Conv(1, positions, depth, cols, (1, 1), (1, 1), True, received, groups,
+                (lhs, rhs))
 
 
 def matmul(p: Plan, dims: Callable[[Plan], family.Dims] = family.matmul_dims) -> OpCost:

@@ -54,6 +54,18 @@ class Scheduler:
         self.floor = 0  # no task starts before this barrier
         self.previous = 0  # the barrier before it (IO tiles prefetch weights from there)
         self.streaming: dict[int, int] = defaultdict(int)  # IPU -> IO tiles' channel free
+        # id(call) -> (its operands that can be waited for, its streamed reads): the
+        # arguments that are not streamed are there at any time (`ready` gives None), and
+        # a step of many micro-batches asked again for each of a call's hundreds of weights
+        self.waits: dict[int, tuple[list[Source], list[int]]] = {}
+
+    def _waits(self, call: TaskNode) -> tuple[list[Source], list[int]]:
+        waits = self.waits.get(id(call))
+        if waits is None:
+            waits = self.waits[id(call)] = (
+                [s for s in call.inputs if s[0] != ARG or s[1] in self.streamed],
+                [a for a in call.reads if a in self.streamed])
+        return waits
 
     def add(self, ipu: int, event: Event, barrier: bool = True) -> None:
         """Record `event`; with `barrier`, the next step (or phase) starts after it."""
@@ -148,8 +160,8 @@ class Scheduler:
 
     def load_inputs(self, step: int, call: TaskNode, mb: int, overlapped_only: bool = False,
                     mode: str | None = None) -> None:
-        for arg in call.reads:
-            if arg in self.streamed and (step, mb, arg) not in self.loaded:
+        for arg in self._waits(call)[1]:
+            if (step, mb, arg) not in self.loaded:
                 n = self.streamed[arg]
                 overlap = self.streams.overlapped.get(self.streams.inputs[n][1])
                 if overlapped_only and (not overlap or (mode and overlap != mode)):
@@ -177,9 +189,10 @@ class Scheduler:
         call = self.graph.calls[k]
         self.load_inputs(step, call, mb)
         self.prefetch(step, call, mb)
-        inputs = [self.ready(s, step, mb, call.name) for s in call.inputs]
+        sources, streamed = self._waits(call)
+        inputs = [self.ready(s, step, mb, call.name) for s in sources]
         start = max([self.idle_from(call.ipu), *(t for t in inputs if t is not None),
-                     *(self.loaded[step, mb, a] for a in call.reads if a in self.streamed)])
+                     *(self.loaded[step, mb, a] for a in streamed)])
         cost = call.cost
         self.free[call.ipu] = end = start + cost.cycles
         self.add(call.ipu, Event("compute", call.name, mb, start, end, step, call.stage,

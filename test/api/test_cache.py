@@ -3,9 +3,11 @@ every change that changes the program, bad entries are recompiled, concurrent wr
 leave one valid entry."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import types
 
 import pytest
 import torch
@@ -248,6 +250,52 @@ def test_fingerprint_hashes_any_dense_tensor_by_value(tensor):
     assert digest(tensor) == digest(tensor.clone().contiguous())
     if tensor.numel():
         assert digest(tensor) != digest(tensor + 1)
+
+
+@pytest.mark.parametrize("value, other", [
+    (int | None, str | None), (list[int], list[str]),
+    (types.MappingProxyType({"a": 1}), types.MappingProxyType({"a": 2})),
+    (re.compile("a+"), re.compile("b+")),
+], ids=["union", "generic", "mappingproxy", "pattern"])
+def test_fingerprint_sees_what_transformers_models_hold(value, other):
+    """A Hugging Face model's config and classes hold type annotations, read-only dicts
+    and compiled patterns: each is hashed by what it says (they made every transformers
+    model opaque to the key, compiled again in every process)."""
+    def digest(value):
+        fp = cache.Fingerprint()
+        fp.value(value)
+        return fp.hexdigest()
+
+    assert digest(value) == digest(value)
+    assert digest(value) != digest(other)
+
+
+def test_packages_on_the_path_are_library_code():
+    """Code in any site-packages directory on sys.path (a venv's with system site
+    packages, or one a .pth file adds) is hashed by name, not walked: walking a library's
+    globals meets its locks (huggingface_hub's token lock) and the model becomes opaque."""
+    for module in (torch, pytest, _transformers()):
+        assert cache._is_library_file(module.__file__)
+    assert not cache._is_library_file(__file__)
+
+
+def _transformers():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "models"))
+    from zoo import import_torchvision
+
+    import_torchvision()  # transformers imports torchvision (a CUDA build here)
+    return pytest.importorskip("transformers")
+
+
+def test_a_transformers_model_has_a_key():
+    transformers = _transformers()
+    config = transformers.BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=1,
+                                     num_attention_heads=2, intermediate_size=16)
+    model = transformers.BertModel(config).eval()
+    ids = torch.zeros(1, 4, dtype=torch.int32)
+    key = cache.key_of(False, poptorch.Options(), {}, model, (ids,), {})
+    assert key is not None
+    assert key == cache.key_of(False, poptorch.Options(), {}, model, (ids,), {})
 
 
 def test_unreadable_tensor_falls_back_to_compiling_without_cache(tmp_path, capsys):
