@@ -10,6 +10,7 @@ exactly what runs.
 from __future__ import annotations
 
 import linecache
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ import numpy as np
 from torch_mlir import ir
 
 from poptorch.dialects import op_class
-from poptorch.dialects.data_movement import ConcatOp
+from poptorch.dialects.data_movement import ConcatOp, PermuteOp
 from poptorch.dialects.elementwise import BINARY_OPS
 from poptorch.dialects.linear import MatMulOp
 from poptorch.dialects.types import numpy_dtype
@@ -35,6 +36,9 @@ from poptorch.runtime.jit.kernels import HELPERS, Kernel, kernel_of
 
 # module attributes of ipu-precision that need every op run on its own
 _UNFUSED = ("ipu.floating_point_exceptions", "ipu.stochastic_rounding")
+# A transposed weight that matmuls of at least this many left-operand rows in all
+# multiply by is copied once to a C-contiguous array (`shared_views`).
+SHARED_WEIGHT_ROWS = 512
 # sums and differences, which commute with a sum over replicas (`summands`)
 _LINEAR = (BINARY_OPS["add"], BINARY_OPS["sub"])
 
@@ -122,7 +126,7 @@ class _Codegen:
             if group.concat is not None:  # made by the group's kernel
                 self.position[group.concat.owner.operation] = ends[group.last]
                 skipped.add(group.concat.owner.operation)
-        self.contiguous = self.shared_views(groups)
+        self.contiguous = self.shared_views(groups, block)
         params = ", ".join(value_name(a) for a in block.arguments)
         self.lines.append(f"def {name}({params}):")
         for op in block.operations:
@@ -181,12 +185,27 @@ class _Codegen:
             group.targets = {v: k * step for k, v in enumerate(parts)}
             group.outputs = [v for v in group.outputs if v not in group.targets] + [result]
 
-    def shared_views(self, groups: list[Group]) -> set[ir.Operation]:
+    def shared_views(self, groups: list[Group], block: ir.Block) -> set[ir.Operation]:
         """Ops of view kernels (a permute, a reshape, a slice) whose result two or more
         kernel calls read: the view is copied to a C-contiguous array once where it is made,
         rather than by each kernel call (an LSTM's backward steps each read one step of
-        the permuted gradient of its outputs: 17 copies of it a training step)."""
+        the permuted gradient of its outputs: 17 copies of it a training step). So is a
+        permute that matmuls of SHARED_WEIGHT_ROWS left-operand rows or more in all take as
+        their right operand (an LSTM's transposed recurrent weight, once a step):
+        OpenBLAS multiplies by a transposed view slower (on the development VM a (32, 128)
+        x (128, 512) product took 514 us against 462), which repays the copy only over
+        many rows (the bench LSTM's inference at batch 32, 16 steps: 12% less CPU time a
+        call; at batch 1, 41% more)."""
         readers: dict[ir.Operation, int] = {}
+        products: dict[ir.Operation, int] = {}
+        for op in block.operations:
+            if op_class(op) is not MatMulOp:
+                continue
+            owner = op.operands[1].owner
+            if not isinstance(owner, ir.Block) and op_class(owner) is PermuteOp \
+                    and owner.operation not in self.links:
+                rows = math.prod(op.operands[0].type.shape[:-1])
+                products[owner.operation] = products.get(owner.operation, 0) + rows
         for group in groups:
             for value in group.inputs:
                 owner = value.owner
@@ -195,7 +214,8 @@ class _Codegen:
                 k = kernel_of(owner)
                 if k is not None and k.view and owner.operation not in self.links:
                     readers[owner.operation] = readers.get(owner.operation, 0) + 1
-        return {op for op, n in readers.items() if n > 1}
+        return {op for op, n in readers.items() if n > 1} | {
+            op for op, n in products.items() if n >= SHARED_WEIGHT_ROWS}
 
     def fused_call(self, number: int, value_name) -> str:
         group = self.groups[number]

@@ -575,6 +575,39 @@ def test_identical_groups_share_one_kernel_function():
         "v2, = fused_0(v0)  # sigmoid", "v4, = fused_1(v1)  # sigmoid"]
 
 
+def _small_steps(count: int) -> str:
+    """`count` steps of an unrolled recurrence on 4 x 8 tensors (below
+    FUSE_MIN_ELEMENTS): a product with %w, then the same three elementwise ops."""
+    t, m = "tensor<4x8xf32>", "tensor<8x8xf32>"
+    lines, last = [], "%h"
+    for i in range(count):
+        lines += [f'%p{i} = "ipu.matmul"({last}, %w) : ({t}, {m}) -> {t}',
+                  f'%a{i} = "ipu.mul"(%p{i}, %x) : ({t}, {t}) -> {t}',
+                  f'%b{i} = "ipu.add"(%a{i}, {last}) : ({t}, {t}) -> {t}',
+                  f'%c{i} = "ipu.tanh"(%b{i}) : ({t}) -> {t}']
+        last = f"%c{i}"
+    return (f"func.func @main(%x: {t}, %h: {t}, %w: {m}) -> {t} {{\n" + "\n".join(lines)
+            + f"\nreturn {last} : {t}\n}}")
+
+
+@pytest.mark.parametrize("count", [grouping.FUSE_MIN_REPEATS - 1, grouping.FUSE_MIN_REPEATS])
+def test_small_groups_are_compiled_when_their_structure_repeats(count):
+    """Groups below FUSE_MIN_ELEMENTS stay NumPy calls unless the block holds at least
+    FUSE_MIN_REPEATS of the same structure, which then share one kernel function."""
+    program, numpy_only = compile_both(_small_steps(count))
+    fused = [line for line in body(program) if "fused" in line]
+    if count < grouping.FUSE_MIN_REPEATS:
+        assert fused == [] and program.kernels == ""
+        return
+    assert len(fused) == count and all(line.endswith("# mul add tanh") for line in fused)
+    assert program.kernels.count("func.func") == 1
+    rng = np.random.default_rng(13)
+    x, h = (rng.standard_normal((4, 8), dtype=np.float32) for _ in range(2))
+    w = rng.standard_normal((8, 8), dtype=np.float32)
+    np.testing.assert_allclose(program.run(x, h, w)[0], numpy_only.run(x, h, w)[0],
+                               rtol=1e-6, atol=1e-6)
+
+
 def test_models_dump_their_kernels(tmp_path):
     """A model with groups big enough dumps `kernels.mlir` beside `program.py`; its
     numbers match PyTorch's."""

@@ -72,6 +72,11 @@ def gather(input, index, dim, ranks):
 
 @kernel(IndexSelectOp, static=_static)
 def index_select(input, index, dim, ranks):
+    if input.ndim == ranks[0] and (dim == 0 or index.ndim == ranks[1]):
+        # one table (an embedding's, shared by the replicas): np.take puts the index's
+        # leading axes first when it indexes dim 0 (10 tokens of a 50 x 16 table: 4 us
+        # against take_along_axis's 25 us)
+        return np.take(input, index, axis=dim)
     common, (x, idx) = batched((input, ranks[0]), (index, ranks[1]))
     shape = x.shape[1:]
     x = x.reshape(x.shape[0], math.prod(shape[:dim]), shape[dim], -1)

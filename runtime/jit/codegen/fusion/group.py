@@ -1,7 +1,7 @@
 """What grouping, the emitters, the compiled kernels and the cache share: a `Group` (the
 ops one kernel function computes, and how it reads its inputs), its `Kind` (which
 emitter writes its function), element types as kernels store them, and the size below
-which nothing is compiled (FUSE_MIN_ELEMENTS)."""
+which nothing is compiled (FUSE_MIN_ELEMENTS) unless it repeats (FUSE_MIN_REPEATS)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from torch_mlir import ir
 from poptorch.dialects import op_class
 from poptorch.dialects.creation import ConstantOp
 
-# Groups whose result has fewer elements stay NumPy ops.
+# Groups whose result has fewer elements stay NumPy ops, unless the block has at least
+# FUSE_MIN_REPEATS groups of their structure (`grouping`).
 FUSE_MIN_ELEMENTS = 1 << 10
+FUSE_MIN_REPEATS = 4
 
 # a kernel argument's element type -> its NumPy dtype
 DTYPES = {"f32": np.dtype(np.float32), "i1": np.dtype(np.bool_), "i64": np.dtype(np.int64)}
