@@ -80,14 +80,7 @@ def index_select(input, index, dim, ranks):
     common, (x, idx) = batched((input, ranks[0]), (index, ranks[1]))
     shape = x.shape[1:]
     x = x.reshape(x.shape[0], math.prod(shape[:dim]), shape[dim], -1)
-    if x.shape[0] == 1:  # one table (a weight) for every batch entry: a plain take, which
-        # copies rows (an embedding's) where take_along_axis indexes element by element
-        out = np.take(x[0], idx.reshape(-1), axis=1).reshape(
-            (x.shape[1], idx.shape[0], -1, x.shape[3]))
-        out = np.moveaxis(out, 1, 0) if x.shape[1] > 1 else out.reshape(
-            (idx.shape[0],) + out.shape[2:])
-    else:
-        out = np.take_along_axis(x, idx.reshape(idx.shape[0], 1, -1, 1), axis=2)
+    out = np.take_along_axis(x, idx.reshape(idx.shape[0], 1, -1, 1), axis=2)
     return out.reshape(common + shape[:dim] + idx.shape[1:] + shape[dim + 1:])
 
 
