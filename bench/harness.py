@@ -98,6 +98,9 @@ def machine() -> dict[str, object]:
     return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
             "numpy": np.__version__, "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(), "thread_pools": blas,
+            # the machine's load when the run began (1, 5, 15 minutes): other work on the
+            # cores slows both sides, torch's OpenMP barriers most
+            "load_average": os.getloadavg(),
             "env": {k: os.environ.get(k) for k in
                     ("OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS", "OMP_WAIT_POLICY")}}
 

@@ -25,7 +25,9 @@ def describe(machine: dict) -> str:
                      "threads)" for p in machine.get("thread_pools", []))
     return (f"{machine.get('cpu')}, {machine.get('cores')} cores; torch "
             f"{machine.get('torch')} ({machine.get('torch_threads')} threads), NumPy "
-            f"{machine.get('numpy')}; {blas}; Python {machine.get('python')}")
+            f"{machine.get('numpy')}; {blas}; Python {machine.get('python')}"
+            + (f"; load average {machine['load_average'][0]:.1f} at the start"
+               if "load_average" in machine else ""))
 
 
 def _lines(results: dict) -> list[tuple[str, str, list[int], list[float]]]:

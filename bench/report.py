@@ -185,7 +185,10 @@ def tables(results: dict) -> str:
                             ["poptorch GFLOP/s", "NumPy GFLOP/s", "fraction", "target"],
                             tablefmt="github"))
     machine = results.get("machine", {})
-    out.append(f"Machine: {plot.describe(machine)}; run {results.get('seconds', 0):.0f} s"
+    end = results.get("load_average_end")
+    out.append(f"Machine: {plot.describe(machine)}"
+               + (f", {end[0]:.1f} at the end" if end else "")
+               + f"; run {results.get('seconds', 0):.0f} s"
                + (" (--quick)" if results.get("quick") else ""))
     return "\n\n".join(out) + "\n"
 

@@ -85,6 +85,7 @@ def run(args) -> dict:
 
     def save() -> None:
         results["seconds"] = time.perf_counter() - start
+        results["load_average_end"] = os.getloadavg()
         report.write(results, args.out)
 
     specs = [SPECS[name] for name in args.models]
