@@ -128,15 +128,16 @@ def measure(layers: tuple[int, ...], log=print) -> dict[str, object]:
     return {"rows": rows, "growth": growth(rows)}
 
 
-def growth(rows: list[dict]) -> dict[str, dict[str, float]]:
-    """Per mode, wrap-to-result seconds at twice the depth over those at the depth (at
-    most 2 for growth at most linear), for each doubling measured."""
-    out: dict[str, dict[str, float]] = {}
+def growth(rows: list[dict]) -> dict[str, dict[str, list[float]]]:
+    """Per mode and pair of consecutive depths measured, [seconds ratio, depth ratio]
+    of wrap to result: growth is at most linear where the first is at most the second."""
+    out: dict[str, dict[str, list[float]]] = {}
     for mode in ("inference", "training"):
         times = {r["layers"]: r["wrap_to_result_s"] for r in rows
                  if r["mode"] == mode and "error" not in r}
-        out[mode] = {f"{d}->{2 * d}": times[2 * d] / times[d] for d in sorted(times)
-                     if 2 * d in times}
+        depths = sorted(times)
+        out[mode] = {f"{a}->{b}": [times[b] / times[a], b / a]
+                     for a, b in zip(depths, depths[1:], strict=False)}
     return out
 
 

@@ -144,11 +144,12 @@ def _bert(b: dict, out: list[str]) -> None:
     out.append(tabulate(rows, ["mode", "layers", "construction", "wrap to result", "trace",
                                "compile", "first call", "compile phases", "target"],
                         tablefmt="github"))
-    growth = "; ".join(f"{mode} {step} x{ratio:.2f} ({_mark(ratio <= 2.0)})"
-                       for mode, steps in b["growth"].items() for step, ratio in steps.items())
+    growth = "; ".join(f"{mode} {step} layers x{ratio:.2f} of x{depth:g} ({_mark(ratio <= depth)})"
+                       for mode, steps in bert_compile.growth(b["rows"]).items()
+                       for step, (ratio, depth) in steps.items())
     if growth:
-        out.append(f"Growth with depth (wrap to result at twice the layers; at most linear "
-                   f"= at most x2): {growth}")
+        out.append("Growth with depth (wrap to result, against the growth of the layer "
+                   f"count; target at most linear): {growth}")
 
 
 def _memory(rows: list[dict], out: list[str]) -> None:
