@@ -2,11 +2,13 @@
 
 Each side runs in a fresh Python process that imports the same modules (torch,
 poptorch, the bench's models and, for a zoo model, torchvision and transformers), takes
-its peak resident set size (`resource.getrusage(RUSAGE_SELF).ru_maxrss`, kilobytes on
-Linux) as the baseline, then builds the model and makes CALLS calls (inference, or
-training steps with SGD and momentum); the figure is the peak after them minus the
-baseline: what the run added. poptorch's side includes its compile. The sides run one
-after the other, each once (a process's peak RSS moves little between runs).
+its resident set size as the baseline and resets the kernel's peak (writing 5 to
+/proc/self/clear_refs: otherwise the imports' own transient peak hides a small model's
+run), then builds the model and makes CALLS calls (inference, or training steps with SGD
+and momentum); the figure is the peak (VmHWM) after them minus the baseline: what the
+run added. Where the peak cannot be reset, the baseline is `ru_maxrss` after imports.
+poptorch's side includes its compile. The sides run one after the other, each once (a
+process's peak RSS moves little between runs).
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ TARGET = 1.5
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CHILD = r"""
 import gc, json, resource, sys
+
+def status(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+
 sys.path.insert(0, sys.argv[1])
 side, name, size, train = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1"
 import torch, poptorch
@@ -31,7 +38,13 @@ if name not in specs:
     specs.update(zoo.SPECS)
 spec = specs[name]
 gc.collect()
-baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    baseline, peak_of = status("VmRSS"), lambda: status("VmHWM")
+except OSError:
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak_of = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 model = spec.loss(spec.make()) if train else spec.make()
 model.train(train)
 x, labels = spec.inputs(size)
@@ -43,7 +56,7 @@ else:
     call = throughput.eager_call(model, args, train)
 for _ in range(int(sys.argv[6])):
     call()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = peak_of()
 print(json.dumps({"baseline_kb": baseline, "peak_kb": peak}))
 """
 

@@ -59,6 +59,21 @@ class TokenLoss(torch.nn.Module):
                                                          labels.flatten())
 
 
+class BertClassifier(torch.nn.Module):
+    """A BERT sequence classifier of `config` on token ids: its logits, and their
+    cross-entropy with labels (`bert_compile`'s model)."""
+
+    def __init__(self, config: transformers.BertConfig) -> None:
+        super().__init__()
+        self.model = transformers.BertForSequenceClassification(config)
+
+    def forward(self, ids, labels=None):
+        logits = self.model(input_ids=ids).logits
+        if labels is None:
+            return logits
+        return logits, torch.nn.functional.cross_entropy(logits, labels)
+
+
 def _bert() -> torch.nn.Module:
     config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=HIDDEN, num_hidden_layers=2,
                                      num_attention_heads=2, intermediate_size=4 * HIDDEN,
