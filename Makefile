@@ -2,7 +2,8 @@
 #   make demo   set up .venv and run the main job
 #   make test   set up .venv and run every test (ruff, the layout check, lit, pytest on one
 #               worker per core)
-#   make bench  set up .venv and run the benchmarks against PyTorch on CPU (bench/run.py)
+#   make bench  set up .venv and run the benchmarks against PyTorch on CPU (bench/run.py;
+#               about 20 minutes); QUICK=1 runs the smoke form (bench/run.py --quick)
 #   make bench-async  Sync against Async data loading on a slow dataset (bench/async_data.py)
 #   make bench-distributed  training over 1, 2 and 4 processes (torchrun) and the simulated
 #               scaling over IPU-M2000s (bench/distributed.py)
@@ -34,7 +35,7 @@ test: $(STAMP)
 	$(PY) -m pytest -n auto
 
 bench: $(STAMP)
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(if $(QUICK),--quick)
 
 .PHONY: bench-async
 bench-async: $(STAMP)

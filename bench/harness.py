@@ -40,37 +40,48 @@ SETTLE = 0.2
 def pair(first: Callable[[], object], second: Callable[[], object],
          budget: float | None = None, least: int = 8, most: int = 40, rounds: int = 8,
          settle: bool = True) -> tuple[float, float, int]:
-    """Median seconds of one call of `first` and of `second`, measured in `rounds` rounds
-    of a block of each (the order swapped every other round). A block waits SETTLE
-    seconds, makes one uncounted call, then times its calls; together the blocks of a side
-    time as many calls as fit in `budget` seconds, between `least` and `most`.
-    `settle=False` (both sides are the same library, as replicated and unreplicated
+    """Median seconds of one call of `first` and of `second` (`interleave` of the two).
+    Returns (first, second, calls timed per side)."""
+    (first_s, second_s), repeats = interleave([first, second], budget, least, most, rounds,
+                                              settle)
+    return first_s, second_s, repeats
+
+
+def interleave(calls: list[Callable[[], object]], budget: float | None = None,
+               least: int = 8, most: int = 40, rounds: int = 8,
+               settle: bool = True) -> tuple[list[float], int]:
+    """Median seconds of one call of each of `calls`, measured in `rounds` rounds of a
+    block of each (the order rotated every round, reversed every other). A block waits
+    SETTLE seconds, makes one uncounted call, then times its calls; together the blocks
+    of a side time as many calls as fit in `budget` seconds, between `least` and `most`.
+    `settle=False` (all sides are the same library, as replicated and unreplicated
     poptorch): single calls alternate, with no pause, which follows the machine's drift
-    more closely. Returns (first, second, calls timed per side)."""
+    more closely. Returns (medians in the order of `calls`, calls timed per side)."""
     for _ in range(2):
-        first()
-        second()
+        for call in calls:
+            call()
     start = time.perf_counter()
-    first()
-    second()
-    once = max(time.perf_counter() - start, 1e-6)
+    for call in calls:
+        call()
+    once = max(time.perf_counter() - start, 1e-6) / len(calls) * 2
     repeats = max(least, min(most, math.ceil((budget or BUDGET) / once)))
     if not settle:
         rounds = repeats
     per_block = math.ceil(repeats / rounds)
-    times: tuple[list[float], list[float]] = ([], [])
+    times: list[list[float]] = [[] for _ in calls]
+    sides = list(range(len(calls)))
     for index in range(rounds):
-        order = (0, 1) if index % 2 == 0 else (1, 0)
-        for side in order:
-            fn = (first, second)[side]
+        order = sides[index % len(sides):] + sides[:index % len(sides)]
+        for side in (order if index % 2 == 0 else order[::-1]):
+            call = calls[side]
             if settle:
                 time.sleep(SETTLE)
-                fn()
+                call()
             for _ in range(per_block):
                 start = time.perf_counter()
-                fn()
+                call()
                 times[side].append(time.perf_counter() - start)
-    return statistics.median(times[0]), statistics.median(times[1]), per_block * rounds
+    return [statistics.median(side) for side in times], per_block * rounds
 
 
 def machine() -> dict[str, object]:
@@ -87,6 +98,9 @@ def machine() -> dict[str, object]:
     return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
             "numpy": np.__version__, "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(), "thread_pools": blas,
+            # the machine's load when the run began (1, 5, 15 minutes): other work on the
+            # cores slows both sides, torch's OpenMP barriers most
+            "load_average": os.getloadavg(),
             "env": {k: os.environ.get(k) for k in
                     ("OPENBLAS_THREAD_TIMEOUT", "OMP_NUM_THREADS", "OMP_WAIT_POLICY")}}
 

@@ -4,9 +4,16 @@ inputs and labels made from fixed seeds (no downloaded data).
 Each model maps a micro-batch to 10 class scores; `WithLoss` adds the cross-entropy
 loss a `poptorch.trainingModel` needs. Sizes are small enough that batch 256 of every
 model runs a training step in tens of milliseconds on a 2-core CPU.
+
+`Spec` is what every section reads of a model, here and in the real-model zoo
+(`zoo.py`): how to build it, its inputs and labels at a batch size, its loss, the modules
+a multi-IPU run begins its blocks at, and the batch sizes each mode is measured at.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -98,3 +105,37 @@ def batch(name: str, size: int) -> tuple[torch.Tensor, torch.Tensor]:
     x = torch.randn((size,) + _SHAPES[name], generator=generator)
     labels = torch.randint(0, CLASSES, (size,), generator=generator)
     return x, labels
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One benchmark model as the sections use it."""
+
+    name: str
+    build: Callable[[], torch.nn.Module]  # the model (weights from the seed set before)
+    inputs: Callable[[int], tuple[torch.Tensor, torch.Tensor]]  # batch -> (x, labels)
+    # the model's modules in execution order; blocks of a multi-IPU run begin at them
+    stages: Callable[[torch.nn.Module], list[torch.nn.Module]]
+    loss: Callable[[torch.nn.Module], torch.nn.Module] = WithLoss
+    inference_batches: tuple[int, ...] = (1, 32, 256)
+    training_batches: tuple[int, ...] = (1, 32, 256)
+    # batches torch.compile (inductor) runs at beside eager (its compile takes 10-135 s
+    # a model and batch on 2 cores, measured)
+    inductor_inference: tuple[int, ...] = (32,)
+    inductor_training: tuple[int, ...] = (32,)
+
+    def make(self) -> torch.nn.Module:
+        """The model with the weights of seed 0."""
+        torch.manual_seed(0)
+        return self.build()
+
+
+SPECS = {
+    "mlp": Spec("mlp", MLP, lambda size: batch("mlp", size), lambda m: list(m.layers)),
+    "cnn": Spec("cnn", CNN, lambda size: batch("cnn", size),
+                lambda m: [*m.features, m.head]),
+    "transformer": Spec("transformer", Transformer, lambda size: batch("transformer", size),
+                        lambda m: [m.layer.self_attn, m.layer.linear1, m.layer.linear2,
+                                   m.head]),
+    "lstm": Spec("lstm", LSTM, lambda size: batch("lstm", size), lambda m: [m.lstm, m.head]),
+}

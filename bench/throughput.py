@@ -1,99 +1,114 @@
-"""Run time against torch eager: inference, training steps and replication scaling.
+"""Run time against torch eager (and torch.compile's inductor): inference and training
+steps of one model at one batch size.
 
-Each poptorch model wraps a deep copy of the torch model, so both start from the same
-weights, and both sides get the same input tensors. One poptorch call is one micro-batch
-(device iterations, replication and accumulation 1) unless replicated; the time is the
-whole call as a user sees it (input checks, the program, the machine model's bookkeeping
-and the outputs back as torch tensors).
+Each side gets its own deep copy of the same torch model, so all start from the same
+weights, and all get the same input tensors. One poptorch call is one micro-batch
+(device iterations, replication and accumulation 1); the time is the whole call as a
+user sees it (input checks, the program, the machine model's bookkeeping and the outputs
+back as torch tensors). Where inductor runs (its batches in the model's `Spec`), the
+three sides are timed in one `harness.interleave`; a side that fails to compile is
+reported with its error, not timed.
 """
 
 from __future__ import annotations
 
 import copy
+import time
 
+import harness
 import torch
-from harness import pair
-from models import WithLoss, batch, make
+from models import Spec
 
 import poptorch
 
+# the sanity check of an inference's result against torch's (not a parity test)
+RTOL, ATOL = 1e-3, 1e-4
 
-def _options(replicas: int = 1) -> poptorch.Options:
+
+def options(replicas: int = 1) -> poptorch.Options:
     return poptorch.Options().showCompilationProgressBar(False).replicationFactor(replicas)
 
 
-def _model(name: str, train: bool) -> torch.nn.Module:
-    """Model `name` (seed 0 weights), with its loss for training."""
-    return WithLoss(make(name)).train() if train else make(name).eval()
+def sgd(model: torch.nn.Module, ipu: bool):
+    """SGD with momentum, poptorch's or torch's."""
+    optim = poptorch.optim.SGD if ipu else torch.optim.SGD
+    return optim(model.parameters(), lr=0.01, momentum=0.9)
 
 
-def _inputs(name: str, size: int, train: bool) -> tuple[torch.Tensor, ...]:
-    x, labels = batch(name, size)
-    return (x, labels) if train else (x,)
-
-
-def _poptorch_call(model: torch.nn.Module, args: tuple, replicas: int, train: bool):
-    """`model` compiled by poptorch for `args` over `replicas` replicas: an inference, or
-    a training step with SGD and momentum. Returns (call, compiled model)."""
+def wrap(model: torch.nn.Module, opts: poptorch.Options, train: bool):
+    """`model` (with its loss for training) as a poptorch inference or training model."""
     if train:
-        ipu = poptorch.trainingModel(
-            model, _options(replicas),
-            poptorch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9))
-    else:
-        ipu = poptorch.inferenceModel(model, _options(replicas))
-    ipu(*args)
-    return lambda: ipu(*args), ipu
+        return poptorch.trainingModel(model, opts, sgd(model, ipu=True))
+    return poptorch.inferenceModel(model, opts)
 
 
-def _against_torch(torch_call, ipu_call, ipu) -> dict[str, float]:
-    torch_s, ipu_s, repeats = pair(torch_call, ipu_call)
-    ipu.destroy()
-    return {"torch_s": torch_s, "poptorch_s": ipu_s, "ratio": ipu_s / torch_s,
-            "repeats": repeats}
+def describe(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0][:160] if text else ''}"
 
 
-def inference(name: str, size: int) -> dict[str, float]:
-    """One micro-batch of `size` through model `name`: torch under no_grad, poptorch's
-    inferenceModel."""
-    model = _model(name, train=False)
-    args = _inputs(name, size, train=False)
-    call, ipu = _poptorch_call(copy.deepcopy(model), args, 1, train=False)
-    if not torch.allclose(call(), model(*args), rtol=1e-3, atol=1e-4):
-        raise AssertionError(f"{name} at batch {size}: poptorch and torch disagree")
+def eager_call(model: torch.nn.Module, args: tuple, train: bool):
+    if train:
+        optimizer = sgd(model, ipu=False)
 
-    def eager():
+        def step():
+            optimizer.zero_grad()
+            _, loss = model(*args)
+            loss.backward()
+            optimizer.step()
+        return step
+
+    def infer():
         with torch.no_grad():
-            model(*args)
-
-    return _against_torch(eager, call, ipu)
-
-
-def training(name: str, size: int) -> dict[str, float]:
-    """One training step on a micro-batch of `size`: forward, cross-entropy, backward and
-    SGD with momentum on both sides."""
-    model = _model(name, train=True)
-    args = _inputs(name, size, train=True)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    call, ipu = _poptorch_call(copy.deepcopy(model), args, 1, train=True)
-
-    def eager():
-        optimizer.zero_grad()
-        _, loss = model(*args)
-        loss.backward()
-        optimizer.step()
-
-    return _against_torch(eager, call, ipu)
+            return model(*args)
+    return infer
 
 
-def replication(name: str, size: int, replicas: int, train: bool) -> dict[str, float]:
-    """`replicas` replicas of micro-batch `size` against one replica of `replicas * size`
-    (both poptorch, same weights and inputs): the overhead of running replicas as a
-    leading axis."""
-    args = _inputs(name, size * replicas, train)
-    replicated, first = _poptorch_call(_model(name, train), args, replicas, train)
-    whole, second = _poptorch_call(_model(name, train), args, 1, train)
-    replicated_s, whole_s, repeats = pair(replicated, whole, settle=False)
-    first.destroy()
-    second.destroy()
-    return {"replicated_s": replicated_s, "one_replica_s": whole_s,
-            "overhead": replicated_s / whole_s - 1, "repeats": repeats}
+def _inductor(model: torch.nn.Module, args: tuple, train: bool) -> tuple[object, float]:
+    """An inductor-compiled copy's call and the seconds its first call took (the
+    compile); raises what the compile raised."""
+    compiled = torch.compile(model, backend="inductor", dynamic=False)
+    call = eager_call(compiled, args, train)
+    start = time.perf_counter()
+    call()
+    return call, time.perf_counter() - start
+
+
+def measure(spec: Spec, size: int, train: bool, inductor: bool,
+            **timing) -> dict[str, object]:
+    """One inference (torch under no_grad) or training step (forward, cross-entropy,
+    backward, SGD with momentum) of `spec` at batch `size`: median seconds a call of
+    torch eager, poptorch and (with `inductor`) torch.compile, and the ratios to eager.
+    `timing` goes to `harness.interleave`."""
+    model = spec.loss(spec.make()) if train else spec.make()
+    model.train(train)
+    x, labels = spec.inputs(size)
+    args = (x, labels) if train else (x,)
+    row: dict[str, object] = {"model": spec.name, "batch": size}
+    calls = {"torch": eager_call(model, args, train)}
+    try:
+        start = time.perf_counter()
+        ipu = wrap(copy.deepcopy(model), options(), train)
+        result = ipu(*args)
+        row["poptorch_compile_s"] = time.perf_counter() - start
+        if not train and not torch.allclose(result, calls["torch"](), rtol=RTOL, atol=ATOL):
+            raise AssertionError(f"{spec.name} at batch {size}: poptorch and torch disagree")
+        calls["poptorch"] = lambda: ipu(*args)
+    except Exception as error:  # noqa: BLE001 (a failing model is a row of the report)
+        row["poptorch_error"] = describe(error)
+        ipu = None
+    if inductor:
+        try:
+            calls["inductor"], row["inductor_compile_s"] = _inductor(
+                copy.deepcopy(model), args, train)
+        except Exception as error:  # noqa: BLE001
+            row["inductor_error"] = describe(error)
+    medians, row["repeats"] = harness.interleave(list(calls.values()), **timing)
+    for side, seconds in zip(calls, medians, strict=True):
+        row[f"{side}_s"] = seconds
+        if side != "torch":
+            row[f"{side}_ratio"] = seconds / row["torch_s"]
+    if ipu is not None:
+        ipu.destroy()
+    torch._dynamo.reset()
+    return row
