@@ -169,10 +169,11 @@ def im2col(name: str, op: ir.Operation) -> str:
     return b.text(header(name, 1, 1))
 
 
-class _Product:
-    """A convolution-family op made of BLAS products and a compiled kernel (`kernel`),
-    on the two f32 operands it was compiled for: the first with any leading (replica)
-    axes, the second with none or the same. Other operands go to the op's NumPy kernel."""
+class F32Call:
+    """A convolution-family op computed with a compiled kernel (`kernel`; `compute` says
+    how, e.g. with BLAS products around it) on the two f32 operands it was compiled for:
+    the first with any leading (replica) axes, the second with none or the same. Other
+    operands go to the op's NumPy kernel."""
 
     def __init__(self, kernel, op: ir.Operation) -> None:
         self.kernel = kernel
@@ -195,7 +196,7 @@ class _Product:
         raise NotImplementedError
 
 
-class Convolution(_Product):
+class Convolution(F32Call):
     """`ipu.conv(x, w)` or `ipu.conv_weight_grad(x, dy)` on the windows of x that the
     compiled kernel gathers: one BLAS product per replica and group, as the NumPy kernel
     makes them on its own windows (`kernels.convolution.im2col`)."""
@@ -328,7 +329,7 @@ def col2im(name: str, op: ir.Operation) -> str:
     return b.text(header(name, 1, 1))
 
 
-class TransposedConvolution(_Product):
+class TransposedConvolution(F32Call):
     """`ipu.conv_transpose(x, w)`: one BLAS product per replica and group gives every
     tap's contribution (as the NumPy kernel computes them), which the compiled kernel
     adds into the output in its final layout (`col2im`)."""

@@ -43,6 +43,7 @@ from torch_mlir import ir
 from poptorch.dialects import op_class
 from poptorch.dialects.convolution import ConvTransposeOp
 from poptorch.dialects.convolution_backward import ConvWeightGradOp
+from poptorch.runtime.jit.codegen.fusion.convolution import F32Call
 from poptorch.runtime.jit.codegen.fusion.group import (
     FUSE_MIN_ELEMENTS,
     Group,
@@ -51,7 +52,6 @@ from poptorch.runtime.jit.codegen.fusion.group import (
     storage,
 )
 from poptorch.runtime.jit.codegen.fusion.lines import Lines, header
-from poptorch.runtime.jit.kernels import kernel_of
 
 MAX_CHANNELS = 8  # input channels per group a direct kernel takes
 STACK_ELEMENTS = 1 << 15  # elements of the scratch volume (128 KiB, within L2)
@@ -448,23 +448,11 @@ def function(name: str, op: ir.Operation) -> str:
     return (weight_grad if op_class(op) is ConvWeightGradOp else forward)(name, op)
 
 
-class DirectConvolution:
+class DirectConvolution(F32Call):
     """What the program calls for a direct kernel: the compiled function on the two f32
-    operands it was compiled for (the second with no leading axes or the first's), the
-    op's NumPy kernel on others; the scratch outputs are dropped."""
+    operands it was compiled for, the op's NumPy kernel on others (`F32Call`); the
+    scratch outputs are dropped."""
 
-    def __init__(self, kernel, op: ir.Operation) -> None:
-        self.kernel = kernel
-        k = kernel_of(op)
-        self.fallback, self.static = k.fn, k.static(op.opview)
-        self.source = tuple(op.operands[0].type.shape)
-        self.other = tuple(op.operands[1].type.shape)
-
-    def __call__(self, x: np.ndarray, other: np.ndarray) -> tuple[np.ndarray]:
-        lead = x.shape[:x.ndim - len(self.source)]
-        lead_other = other.shape[:other.ndim - len(self.other)]
-        if x.dtype != np.float32 or other.dtype != np.float32 or \
-                x.shape[len(lead):] != self.source or \
-                other.shape[len(lead_other):] != self.other or lead_other not in ((), lead):
-            return (self.fallback(x, other, **self.static),)
-        return (self.kernel(x, other)[0],)
+    def compute(self, x: np.ndarray, other: np.ndarray, lead: tuple[int, ...],
+                lead_other: tuple[int, ...]) -> np.ndarray:
+        return self.kernel(x, other)[0]
