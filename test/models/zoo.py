@@ -221,7 +221,16 @@ def _build_timm_resnet():
 CASES = {case.name: case for case in [
     Case("resnet18", _build_resnet18, _images(10), _resnet_blocks, lambda m: m.model.conv1,
          # one-pass variance: the loss 1.2e-4 (relative) off the CPU's, measured
-         micro_batch=4, envelope=True, stable_norm=True),
+         micro_batch=4, envelope=True, stable_norm=True,
+         # a ReLU input within rounding of 0 lands on either side in float32: on an Intel
+         # Xeon host (AVX-512), 2 of micro-batch 2's 753,664 ReLU inputs flipped against
+         # float64 (the CPU's float32 flipped none), moving layer2.0.conv2's gradient by
+         # 15%, the loss after 3 pipelined steps by 6e-4 (relative) and conv1's weights by up
+         # to 1.8e-4 (absolute; their largest is 0.12). With the IPU's own
+         # ReLU decisions, float64's gradients are within 3.8e-6 of the IPU's (measured);
+         # one-IPU training with the same accumulation is bit-identical to the pipeline
+         # (test_strategies' pipelined batch-normalised CNN).
+         train_tolerance=(1e-3, 2e-4)),
     Case("mobilenet_v2", _build_mobilenet, _images(10),
          lambda m, ipus: _spread(list(m.model.features), ipus), lambda m: m.model.features[0],
          # ReLU6 after batch norm: a pre-activation within rounding (1e-7) of 6 lands on
