@@ -63,8 +63,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from torch_mlir import ir
 
@@ -237,12 +237,71 @@ def one_by_one_cycles(v: Vertex, positions: int, in_groups: int, out_groups: int
 
 
 @dataclass(frozen=True)
+class ProductSlabs:
+    """The slabs of a 1x1 product whose field is one row (`width` positions): `lhs` and
+    `rhs` bytes an element of the activations and of the weights."""
+
+    lhs: int
+    rhs: int
+
+    def __call__(self, rows: int, width: int, ci: int, co: int) -> tuple[int, int]:
+        return ci * width * self.lhs, co * ci * self.rhs
+
+
+@dataclass(frozen=True)
+class WindowSlabs:
+    """The slabs of a forward or input-gradient convolution: the input window a block of
+    `rows` output rows reads (`_window`), or the rows themselves when it is 1x1."""
+
+    x: tuple[int, ...]
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    dilation: tuple[int, ...]
+    outer: tuple[int, ...]  # the outer output dimensions, batch first
+    transposed: bool
+    one_by_one: bool
+    b_act: int
+    b_w: int
+
+    def __call__(self, rows: int, width: int, ci: int, co: int) -> tuple[int, int]:
+        if self.one_by_one:
+            return ci * rows * width * self.b_act, co * ci * self.b_w
+        block = _block(rows, list(self.outer)) + [width]
+        window = block[0] * _window(self.x[2:], block[1:], self.kernel, self.stride,
+                                    self.dilation, self.transposed)
+        return ci * window * self.b_act, co * ci * math.prod(self.kernel) * self.b_w
+
+
+@dataclass(frozen=True)
+class WeightGradSlabs:
+    """The slabs of a weight-update pass: its field is C_in x kernel positions
+    (`width`), its reduction `ci` output positions of `grad`."""
+
+    x: tuple[int, ...]
+    grad: tuple[int, ...]  # (N, C_out, output field...)
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    dilation: tuple[int, ...]
+    b_act: int
+    b_w: int
+
+    def __call__(self, rows: int, width: int, ci: int, co: int) -> tuple[int, int]:
+        x, grad = self.x, self.grad
+        chans = min(x[1], math.ceil(width / math.prod(self.kernel)))
+        out_rows = math.ceil(ci / grad[-1])
+        block = _block(out_rows, [grad[0], *grad[2:-1]]) + [min(ci, grad[-1])]
+        window = block[0] * _window(x[2:], block[1:], self.kernel, self.stride,
+                                    self.dilation)
+        return chans * window * self.b_act, co * ci * self.b_w
+
+
+@dataclass(frozen=True)
 class Conv:
     """One convolution in canonical form (module docstring), and how its tiles' operand
     slabs are counted: `received(rows, width, ci, co)` gives the (activation-side,
-    weight-side) bytes of one conv group; `groups` conv groups (a batched matmul's);
-    `reads`: every value `received` reads besides its arguments, so that two equal
-    `Conv`s weigh the same plans (`conv_plans` memoises them)."""
+    weight-side) bytes of one conv group; `groups` conv groups (a batched matmul's).
+    Every field, `received`'s own included, is part of `conv_plans`' memo key, so two
+    equal `Conv`s weigh the same plans."""
 
     rows: int
     width: int
@@ -251,9 +310,8 @@ class Conv:
     kernel: tuple[int, int]
     stride: tuple[int, int]  # output positions a kernel position meets: 1 in s
     one_by_one: bool
-    received: Callable[[int, int, int, int], tuple[int, int]] = field(compare=False)
+    received: ProductSlabs | WindowSlabs | WeightGradSlabs
     groups: int = 1
-    reads: tuple = ()
 
 
 def _attr(op: ir.Operation, name: str, rank: int, default: int) -> list[int]:
@@ -272,8 +330,8 @@ def _block(rows: int, outer: list[int]) -> list[int]:
     return block[::-1]
 
 
-def _window(sizes: list[int], block: list[int], kernel: list[int], stride: list[int],
-            dilation: list[int], transposed: bool = False) -> int:
+def _window(sizes: Sequence[int], block: Sequence[int], kernel: Sequence[int],
+            stride: Sequence[int], dilation: Sequence[int], transposed: bool = False) -> int:
     """Input elements a channel of an output block reads (getMaxInputRangeSize), each
     field dimension clipped to the input's size."""
     count = 1
@@ -300,16 +358,9 @@ def canonical(p: Plan) -> Conv | None:
         kernel = out[2:]
         positions = grad[0] * math.prod(grad[2:])
 
-        def wu_received(rows: int, width: int, ci: int, co: int) -> tuple[int, int]:
-            # field: C_in x kernel positions (`width`); reduction: `ci` output positions
-            chans = min(x[1], math.ceil(width / math.prod(kernel)))
-            out_rows = math.ceil(ci / grad[-1])
-            block = _block(out_rows, [grad[0], *grad[2:-1]]) + [min(ci, grad[-1])]
-            window = block[0] * _window(x[2:], block[1:], kernel, stride, dilation)
-            return chans * window * b_act, co * ci * b_w
         return Conv(1, out[1] * math.prod(kernel), positions, out[0], (1, 1), (1, 1), True,
-                    wu_received, reads=(tuple(x), tuple(grad), tuple(kernel), tuple(stride),
-                                        tuple(dilation), b_act, b_w))
+                    WeightGradSlabs(tuple(x), tuple(grad), tuple(kernel), tuple(stride),
+                                    tuple(dilation), b_act, b_w))
     transposed = p.op_class is ConvTransposeOp
     c_in, c_out = x[1], out[1]
     kernel = w[2:]
@@ -321,16 +372,9 @@ def canonical(p: Plan) -> Conv | None:
         ((1, stride[-1]) if transposed else (1, 1))
     kernel_pos = (math.prod(kernel[:-1]), kernel[-1])
 
-    def received(rows: int, width: int, ci: int, co: int) -> tuple[int, int]:
-        if one:
-            return ci * rows * width * b_act, co * ci * b_w
-        block = _block(rows, outer) + [width]
-        window = block[0] * _window(x[2:], block[1:], kernel, stride, dilation, transposed)
-        return ci * window * b_act, co * ci * math.prod(kernel) * b_w
-    rows = math.prod(outer)
-    return Conv(rows, out[-1], c_in, c_out, kernel_pos, field_stride, one, received,
-                reads=(tuple(x), tuple(kernel), tuple(stride), tuple(dilation), tuple(outer),
-                       transposed, one, b_act, b_w))
+    slabs = WindowSlabs(tuple(x), tuple(kernel), tuple(stride), tuple(dilation),
+                        tuple(outer), transposed, one, b_act, b_w)
+    return Conv(math.prod(outer), out[-1], c_in, c_out, kernel_pos, field_stride, one, slabs)
 
 
 def _splits(total: int, limit: int) -> list[int]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from poptorch.runtime.machine import cost_families as family
-from poptorch.runtime.machine.cost_conv import Conv, conv_plans
+from poptorch.runtime.machine.cost_conv import Conv, ProductSlabs, conv_plans
 from poptorch.runtime.machine.layout import shared_matrix
 from poptorch.runtime.machine.plan import OpCost, Plan
 
@@ -33,12 +33,8 @@ def canonical(p: Plan, dims: family.Dims) -> Conv:
     batch, rows, cols, depth = dims
     shared = batch > 1 and shared_matrix(p.op.operands[1], p.op)
     groups, positions = (1, batch * rows) if shared else (batch, rows)
-    lhs, rhs = p.bytes_of(0), p.bytes_of(1)
-
-    def received(_rows: int, width: int, ci: int, co: int) -> tuple[int, int]:
-        return ci * width * lhs, co * ci * rhs
-    return Conv(1, positions, depth, cols, (1, 1), (1, 1), True, received, groups,
-                (lhs, rhs))
+    return Conv(1, positions, depth, cols, (1, 1), (1, 1), True,
+                ProductSlabs(p.bytes_of(0), p.bytes_of(1)), groups)
 
 
 def matmul(p: Plan, dims: Callable[[Plan], family.Dims] = family.matmul_dims) -> OpCost:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from torch_mlir import ir
 
 from poptorch.dialects import make_context
+from poptorch.runtime.machine import cost_conv
 from poptorch.runtime.machine.cost import op_cost
 from poptorch.runtime.machine.cost_conv import (
     Vertex,
@@ -158,3 +159,29 @@ func.func @f(%x: tensor<20x64x56x56xf16>, %w: tensor<64x64x3x3xf16>) {
     ideal = math.ceil(20 * 56 * 56 * 64 * 64 * 9 / (1472 * 64))
     # vertex overheads: more than the MACs at 64 a tile a cycle, less than 2x
     assert ideal < cost.compute < 2 * ideal
+
+
+def test_equal_convolutions_share_their_plans_and_others_do_not():
+    # conv_plans memoises on the `Conv`, its slab counter's fields included: the same
+    # convolution parsed twice weighs one set of plans, and a dilated one (same shapes,
+    # same Conv but for the input window its tiles read) weighs its own
+    def conv_op(dilation: int) -> ir.OpView:
+        return op_of(f"""
+func.func @f(%x: tensor<2x16x12x12xf32>, %w: tensor<16x16x3x3xf32>) {{
+  %0 = "ipu.conv"(%x, %w) {{strides = array<i64: 1, 1>, padding_low = array<i64: {dilation},
+    {dilation}>, padding_high = array<i64: {dilation}, {dilation}>,
+    dilations = array<i64: {dilation}, {dilation}>, groups = 1 : i64}}
+    : (tensor<2x16x12x12xf32>, tensor<16x16x3x3xf32>) -> tensor<2x16x12x12xf32>
+  return
+}}""")
+    plans = [Plan(conv_op(d).operation, GC200, 1472, 0.6) for d in (1, 1, 2)]
+    first, same, dilated = (canonical(p) for p in plans)
+    assert first == same and hash(first) == hash(same)
+    assert dilated != first and dilated.received != first.received
+    assert (dilated.rows, dilated.width, dilated.kernel) == (first.rows, first.width,
+                                                              first.kernel)
+    cost_conv._PLANS.clear()
+    assert cost_conv.conv_plans(plans[0]) == cost_conv.conv_plans(plans[1])
+    assert len(cost_conv._PLANS) == 1
+    cost_conv.conv_plans(plans[2])
+    assert len(cost_conv._PLANS) == 2
