@@ -439,7 +439,7 @@ class TrainingExecutor(PoplarExecutor):
                     total = [t + (x - t) / (g + 1) for t, x in zip(total, grads, strict=True)]
                 else:
                     total = [t + x for t, x in zip(total, grads, strict=True)]
-            if mean and post:
+            if mean and post and accumulation > 1:  # (x / 1 is x: no pass over them)
                 total = [t / accumulation for t in total]
             self._apply(total)
         outputs, updates = host_io.finish(per_step, self._options, flat, updated, True,
