@@ -32,7 +32,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) test/check_layout.py
 	$(VENV)/bin/lit -sv test
-	$(PY) -m pytest -n auto
+	$(PY) -m pytest -n auto --dist worksteal
 
 bench: $(STAMP)
 	$(PY) bench/run.py $(if $(QUICK),--quick)

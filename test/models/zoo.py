@@ -231,7 +231,8 @@ CASES = {case.name: case for case in [
          # one-IPU training with the same accumulation is bit-identical to the pipeline
          # (test_strategies' pipelined batch-normalised CNN).
          train_tolerance=(1e-3, 2e-4)),
-    Case("mobilenet_v2", _build_mobilenet, _images(10),
+    # 32x32 images (64x64 before): half the tier's time for these two, checked alike
+    Case("mobilenet_v2", _build_mobilenet, _images(10, 32),
          lambda m, ipus: _spread(list(m.model.features), ipus), lambda m: m.model.features[0],
          # ReLU6 after batch norm: a pre-activation within rounding (1e-7) of 6 lands on
          # either side in float32 (on the CPU too: float32 and float64 differ by 0.3 in
@@ -249,7 +250,7 @@ CASES = {case.name: case for case in [
          lambda m, ipus: _spread(list(m.model.encoder.block) + list(m.model.decoder.block),
                                  ipus),
          lambda m: m.model.encoder),
-    Case("timm_resnet", _build_timm_resnet, _images(10), _resnet_blocks,
+    Case("timm_resnet", _build_timm_resnet, _images(10, 32), _resnet_blocks,
          lambda m: m.model.conv1, micro_batch=4, envelope=True),
     Case("lstm", lambda: WithLoss(LSTMClassifier()),
          lambda batch: [torch.randint(0, 50, (batch, 10)), torch.randint(0, 4, (batch,))],
