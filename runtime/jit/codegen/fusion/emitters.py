@@ -2,9 +2,9 @@
 each group's function, and `kernel_module` puts the distinct ones in one MLIR module.
 
 An emitter says how a group's function is written (`function`), which inputs and outputs
-it has when they are not the group's values (`io`), which of its loops calls on one
-thread each may share (`split`: `FusedKernel` runs big calls on several), and what the program calls on top
-of the compiled function (`call`).
+it has when they are not the group's values (`io`), which of its loops calls on several
+threads share (`split`: `FusedKernel` cuts big calls), and what the program calls on
+top of the compiled function (`call`).
 """
 
 from __future__ import annotations
