@@ -27,7 +27,13 @@ from poptorch.runtime.jit.codegen.fusion.cache import (
 )
 from poptorch.runtime.jit.codegen.fusion.emitters import EMITTERS, kernel_module
 from poptorch.runtime.jit.codegen.fusion.group import DTYPES, Group, storage
-from poptorch.runtime.jit.codegen.fusion.threads import ALIGN, POOL, SPLIT_MIN_ELEMENTS, bounds
+from poptorch.runtime.jit.codegen.fusion.threads import (
+    ALIGN,
+    CHUNKS,
+    POOL,
+    SPLIT_MIN_ELEMENTS,
+    bounds,
+)
 
 _FFI = cffi.FFI()
 
@@ -84,10 +90,11 @@ class FusedKernel:
         self.integers[0:self.n_integers] = [1] + [0] * n_in + offsets + [0, self.outer]
         self.chunks = [first]
         self.call = _FFI.cast("void (*)(void **)", address)
-        # each seen set of input shapes -> (the integers, the output shapes, whether its
-        # calls are split): its calls take the fast path, which skips the general path's
-        # checks (an LSTM step's bias adds, a 3 us kernel: 12.5 -> 8.7 us a call)
-        self.plans: dict[tuple, tuple[list[int], list[tuple], bool]] = {}
+        # each seen set of input shapes -> (the integers, the output shapes, the elements
+        # its calls read and write when they are split, else 0): its calls take the fast
+        # path, which skips the general path's checks (an LSTM step's bias adds, a 3 us kernel: 12.5 -> 8.7 us a call)
+        self.plans: dict[tuple, tuple[list[int], list[tuple], int]] = {}
+        self.cuts: list[int] = []  # the chunks' bounds of the split call in progress
         self.last: tuple | None = None  # the plan the integers hold
 
     def __call__(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -114,7 +121,7 @@ class FusedKernel:
             n += 1
             results.append(result)
         if plan[2]:
-            self._parallel(results)
+            self._parallel(results, plan[2])
         else:
             self.call(self.packed)
         return tuple(results)
@@ -153,28 +160,30 @@ class FusedKernel:
         integers[self.n_integers - 2] = 0
         integers[self.n_integers - 1] = replicas * self.outer
         moved += sum(r.size for r in results[:len(results) - self.private])
-        split = moved >= SPLIT_MIN_ELEMENTS and replicas * self.outer > 1
+        split = moved if moved >= SPLIT_MIN_ELEMENTS and replicas * self.outer > 1 else 0
         self.last = None
         if not kept:
             plan = (list(integers[0:self.n_integers]), [(r.shape, r.dtype) for r in results],
                     split)
             self.plans[tuple(a.shape for a in arrays)] = self.last = plan
         if split:
-            self._parallel(list(results))
+            self._parallel(list(results), split)
         else:
             self.call(self.packed)
         return results
 
-    def _parallel(self, results: list[np.ndarray]) -> None:
-        """Call the function on one range of its outer loop per thread (the pointers and
-        integers of the first chunk are set); the private outputs of the other chunks
-        are arrays of their own."""
+    def _parallel(self, results: list[np.ndarray], moved: int) -> None:
+        """Call the function on ranges of its outer loop on several threads (the first
+        chunk's arrays hold the call's pointers and integers; the call reads and writes
+        `moved` elements); each thread has its own argument arrays and private
+        outputs."""
         units = int(self.integers[self.n_integers - 1])
         threads = min(torch.get_num_threads(), units)
         if threads < 2:
             self.call(self.packed)
             return
-        cuts = bounds(units, threads, ALIGN if units // threads >= 16 * ALIGN else 1)
+        chunks = min(units, threads * (CHUNKS if moved >= CHUNKS * SPLIT_MIN_ELEMENTS else 1))
+        self.cuts = bounds(units, chunks, ALIGN if units // chunks >= 16 * ALIGN else 1)
         shared = len(self.spec) + len(results) - self.private
         scratch = []
         while len(self.chunks) < threads:
@@ -188,14 +197,15 @@ class FusedKernel:
                 scratch.append(own)
                 chunk.pointers[shared + j] = _FFI.from_buffer(own)
             chunk.integers[0:self.n_integers] = first.integers[0:self.n_integers]
-            chunk.integers[self.n_integers - 2] = cuts[k]
-            chunk.integers[self.n_integers - 1] = cuts[k + 1]
-        first.integers[self.n_integers - 1] = cuts[1]
         self.last = None  # the first chunk's range is not the plan's
-        POOL.run(self._run, self.chunks[:threads])
+        POOL.run(self._run, chunks, threads)
 
-    def _run(self, chunk: _Chunk) -> None:
-        self.call(chunk.packed)
+    def _run(self, chunk: int, thread: int) -> None:
+        """Chunk `chunk` of the call on thread `thread`'s arrays."""
+        arrays = self.chunks[thread]
+        arrays.integers[self.n_integers - 2] = self.cuts[chunk]
+        arrays.integers[self.n_integers - 1] = self.cuts[chunk + 1]
+        self.call(arrays.packed)
 
 
 @dataclass

@@ -12,6 +12,7 @@ so that `torch.set_num_threads(1)` runs kernels on one thread, as it runs torch'
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 from collections.abc import Callable
@@ -22,17 +23,44 @@ from collections.abc import Callable
 # interleaved repeats); an elementwise add of 2^16 elements (3 x 2^16 moved) took 30 us on one
 # thread and 28 on two, of 2^17 59 against 38: the split pays from about 3 x 2^16.
 SPLIT_MIN_ELEMENTS = 3 << 16
+# A call that moves at least CHUNKS x SPLIT_MIN_ELEMENTS elements is cut into CHUNKS ranges
+# a thread, which threads take as each is free: on a loaded host a thread that is
+# descheduled holds up the call by one small chunk, not by half of it.
+CHUNKS = 4
 # Chunk bounds of a flat (innermost, vectorised) loop are multiples of this, when each
 # chunk has many iterations: every chunk but the last starts and ends on whole vectors.
 ALIGN = 64
 
 
+class _Task:
+    """A worker's share of one call (`Pool.run`): whoever takes `claim` first decides
+    whether the worker joins in (it has woken) or not (the caller ran out of chunks
+    first: a worker slow to wake never makes a call wait); `done` is released when a
+    worker that joined has no chunk left."""
+
+    __slots__ = ("call", "chunks", "counter", "thread", "claim", "done")
+
+    def __init__(self, call: Callable[[int, int], None], chunks: int,
+                 counter: itertools.count, thread: int) -> None:
+        self.call, self.chunks, self.counter, self.thread = call, chunks, counter, thread
+        self.claim = threading.Lock()
+        self.done = threading.Lock()
+        self.done.acquire()
+
+    def drain(self) -> None:
+        """Run chunks (`call(chunk, thread)`) until none is left."""
+        call, chunks, counter, thread = self.call, self.chunks, self.counter, self.thread
+        chunk = next(counter)  # (itertools.count: atomic under the GIL)
+        while chunk < chunks:
+            call(chunk, thread)
+            chunk = next(counter)
+
+
 class Pool:
-    """Worker threads, each waiting on its own queue of (call, argument, done lock)."""
+    """Worker threads, each waiting on its own queue of tasks."""
 
     def __init__(self) -> None:
         self.queues: list[queue.SimpleQueue] = []
-        self.locks: list[threading.Lock] = []
         self.guard = threading.Lock()  # one caller hands out chunks at a time
 
     def _grow(self, workers: int) -> None:
@@ -42,36 +70,37 @@ class Pool:
                                       name=f"poptorch-kernel-{len(self.queues)}")
             thread.start()
             self.queues.append(tasks)
-            self.locks.append(threading.Lock())
 
-    def run(self, call: Callable[[object], None], arguments: list[object]) -> None:
-        """`call(argument)` for every argument, the first on this thread, the others on
-        workers; returns when all are done."""
+    def run(self, call: Callable[[int, int], None], chunks: int, threads: int) -> None:
+        """`call(chunk, thread)` for every chunk in range(chunks), taken in order by
+        this thread (thread 0) and `threads - 1` workers as each is free; returns when
+        all are done."""
+        counter = itertools.count()
+        mine = _Task(call, chunks, counter, 0)
         if not self.guard.acquire(blocking=False):  # another thread is using the pool
-            for argument in arguments:
-                call(argument)
+            mine.drain()
             return
         try:
-            self._grow(len(arguments) - 1)
-            locks = self.locks
-            for k, argument in enumerate(arguments[1:]):
-                locks[k].acquire()
-                self.queues[k].put((call, argument, locks[k]))
-            call(arguments[0])
-            for k in range(len(arguments) - 1):
-                locks[k].acquire()  # released by the worker when its chunk is done
-                locks[k].release()
+            self._grow(threads - 1)
+            tasks = [_Task(call, chunks, counter, k) for k in range(1, threads)]
+            for tasks_queue, task in zip(self.queues, tasks, strict=False):
+                tasks_queue.put(task)
+            mine.drain()
+            for task in tasks:
+                if not task.claim.acquire(blocking=False):  # the worker joined
+                    task.done.acquire()
         finally:
             self.guard.release()
 
 
 def _work(tasks: queue.SimpleQueue) -> None:
     while True:
-        call, argument, done = tasks.get()
-        try:
-            call(argument)
-        finally:
-            done.release()
+        task = tasks.get()
+        if task.claim.acquire(blocking=False):
+            try:
+                task.drain()
+            finally:
+                task.done.release()
 
 
 POOL = Pool()

@@ -60,10 +60,12 @@ WINDOWS: dict[type, tuple[Window, ...]] = {
 
 
 def _taking(op: ir.Operation) -> tuple[Window, Group] | None:
-    """The first entry of the op's class that takes it, and its group."""
+    """The first entry of the op's class that takes it, and its group (which records
+    the entry)."""
     for window in WINDOWS.get(op_class(op), ()):
         group = window.group(op)
         if group is not None:
+            group.window = window
             return window, group
     return None
 
@@ -76,9 +78,13 @@ def window_group(op: ir.Operation) -> Group | None:
 
 
 def _window(group: Group) -> Window:
-    taken = _taking(group.ops[0])
-    assert taken is not None, "a window group whose op no entry takes"
-    return taken[0]
+    """The group's entry: recorded when it was formed, or found once for a group the
+    kernel cache's index gave."""
+    if group.window is None:
+        taken = _taking(group.ops[0])
+        assert taken is not None, "a window group whose op no entry takes"
+        group.window = taken[0]
+    return group.window
 
 
 def function(name: str, group: Group) -> str:
