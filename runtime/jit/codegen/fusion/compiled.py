@@ -92,7 +92,8 @@ class FusedKernel:
         self.call = _FFI.cast("void (*)(void **)", address)
         # each seen set of input shapes -> (the integers, the output shapes, the elements
         # its calls read and write when they are split, else 0): its calls take the fast
-        # path, which skips the general path's checks (an LSTM step's bias adds, a 3 us kernel: 12.5 -> 8.7 us a call)
+        # path, which skips the general path's checks (an LSTM step's bias adds, a 3 us
+        # kernel: 12.5 -> 8.7 us a call)
         self.plans: dict[tuple, tuple[list[int], list[tuple], int]] = {}
         self.cuts: list[int] = []  # the chunks' bounds of the split call in progress
         self.last: tuple | None = None  # the plan the integers hold

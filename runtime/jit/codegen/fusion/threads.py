@@ -4,9 +4,11 @@ chunks.
 
 A compiled kernel takes a range [lo, hi) of its outer parallel loop's iterations
 (`Lines.split`), so that calls on disjoint ranges write disjoint outputs. cffi releases
-the GIL around a call to C, so the chunks run at once: the caller hands each worker its
-chunk (a call on its own argument arrays), runs the first chunk itself and waits for the
-others. The number of threads is torch's (`torch.get_num_threads()`, read at the call),
+the GIL around a call to C (a thread counting in Python while another runs a 0.1 s
+kernel keeps counting), so the chunks run at once: the caller wakes the workers, and it
+and each worker that has woken take the next chunk as they are free (each thread calls
+on its own argument arrays); the caller returns when every chunk is done. A chunk
+computes the same values on any thread, so results do not depend on the thread count. The number of threads is torch's (`torch.get_num_threads()`, read at the call),
 so that `torch.set_num_threads(1)` runs kernels on one thread, as it runs torch's.
 """
 
@@ -18,10 +20,12 @@ import threading
 from collections.abc import Callable
 
 # A kernel whose call reads and writes fewer elements (inputs and outputs) runs on one
-# thread. Handing one chunk to the worker and waiting for it costs 25-40 us on the
-# 2-core host (a 2-thread call of a no-op kernel against a 1-thread call, medians of
-# interleaved repeats); an elementwise add of 2^16 elements (3 x 2^16 moved) took 30 us on one
-# thread and 28 on two, of 2^17 59 against 38: the split pays from about 3 x 2^16.
+# thread. Dispatch (handing chunks to the worker, its wake-up, the claims) costs about
+# 20 us: add+tanh over 2^10 elements forced onto 2 threads took 28 against 6.4 us on one
+# (bench: /work/tmp/s5/thr/micro_tanh.py, medians of 15 interleaved rounds, 2026-11-27,
+# host load 5 on 2 cores). Under that load no size gained from a second thread (2^16
+# elements: 250 against 163 us; 2^21: 5.4 against 5.1 ms); the threshold is where a
+# call's own work (30-60 us at 2^16 elements) is a few times the dispatch cost.
 SPLIT_MIN_ELEMENTS = 3 << 16
 # A call that moves at least CHUNKS x SPLIT_MIN_ELEMENTS elements is cut into CHUNKS ranges
 # a thread, which threads take as each is free: on a loaded host a thread that is
