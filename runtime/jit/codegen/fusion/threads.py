@@ -8,8 +8,9 @@ the GIL around a call to C (a thread counting in Python while another runs a 0.1
 kernel keeps counting), so the chunks run at once: the caller wakes the workers, and it
 and each worker that has woken take the next chunk as they are free (each thread calls
 on its own argument arrays); the caller returns when every chunk is done. A chunk
-computes the same values on any thread, so results do not depend on the thread count. The number of threads is torch's (`torch.get_num_threads()`, read at the call),
-so that `torch.set_num_threads(1)` runs kernels on one thread, as it runs torch's.
+computes the same values on any thread, so results do not depend on the thread count.
+The number of threads is torch's (`torch.get_num_threads()`, read at the call), so that
+`torch.set_num_threads(1)` runs kernels on one thread, as it runs torch's.
 """
 
 from __future__ import annotations
