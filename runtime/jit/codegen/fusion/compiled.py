@@ -60,8 +60,9 @@ class FusedKernel:
 
     The function's last two arguments are a range [lo, hi) of its outer parallel loop
     over replicas x `outer` iterations; a call that reads and writes at least
-    `threads.SPLIT_MIN_ELEMENTS` elements is cut into one range per thread
-    (`threads.POOL`). The last `private` outputs are scratch: each chunk has its own."""
+    `threads.SPLIT_MIN_ELEMENTS` elements is cut into ranges that torch's threads take
+    as each is free (`threads.POOL`). The last `private` outputs are scratch: each
+    thread has its own."""
 
     def __init__(self, code, address: int, group: Group,
                  io: tuple[list, list] | None = None, split: tuple[int, int] = (1, 0)
