@@ -21,12 +21,14 @@ import threading
 from collections.abc import Callable
 
 # A kernel whose call reads and writes fewer elements (inputs and outputs) runs on one
-# thread. Dispatch (handing chunks to the worker, its wake-up, the claims) costs about
-# 20 us: add+tanh over 2^10 elements forced onto 2 threads took 28 against 6.4 us on one
-# (bench: /work/tmp/s5/thr/micro_tanh.py, medians of 15 interleaved rounds, 2026-11-27,
-# host load 5 on 2 cores). Under that load no size gained from a second thread (2^16
-# elements: 250 against 163 us; 2^21: 5.4 against 5.1 ms); the threshold is where a
-# call's own work (30-60 us at 2^16 elements) is a few times the dispatch cost.
+# thread. Dispatch (waking the worker, the claims, a cffi call a chunk) costs 20-30 us:
+# a kernel of add+tanh over 2^10 elements forced onto 2 threads in 8 chunks took 28-41
+# against 6-9 us on one (2026-11-27: a one-op-pair module's FusedKernel called 2000x a
+# block, 15 rounds alternating torch.set_num_threads(1) and (2), medians; two runs, host
+# load 5 on 2 cores from other jobs). Under that load no size gained from a second
+# thread (2^16 elements: 184-250 against 133-163 us; 2^21: 4.8-5.4 against 4.2-5.1 ms),
+# so the break-even is not measured yet: the threshold is where a call's own work
+# (60-160 us at 2^16 elements) is a few times the dispatch cost.
 SPLIT_MIN_ELEMENTS = 3 << 16
 # A call that moves at least CHUNKS x SPLIT_MIN_ELEMENTS elements is cut into CHUNKS ranges
 # a thread, which threads take as each is free: on a loaded host a thread that is
