@@ -369,11 +369,17 @@ def test_kernel_ir(tmp_path):
     checks.write_text("""
 CHECK-LABEL: func.func @fused_0(%in0: !llvm.ptr {llvm.noalias}, %in1: !llvm.ptr
 CHECK-SAME: %out0: !llvm.ptr {llvm.noalias}, %replicas: i64, %step0: i64, %step1: i64,
-CHECK-SAME: %off0: i64, %off1: i64)
+CHECK-SAME: %off0: i64, %off1: i64, %lo: i64, %hi: i64)
+CHECK: %outer = arith.constant 64 : i64
 CHECK: scf.for %r = %c0 to %replicas step %c1 : i64
 CHECK: %b0_0 = arith.addi %r0, %off0 : i64
+CHECK: %rs = arith.muli %r, %outer : i64
+CHECK-NEXT: %lo0 = arith.subi %lo, %rs : i64
+CHECK-NEXT: %lo1 = arith.minsi %lo0, %outer : i64
+CHECK-NEXT: %lo_ = arith.maxsi %lo1, %c0 : i64
+CHECK: %hi_ = arith.maxsi %hi1, %c0 : i64
 CHECK: %e0 = arith.constant 64 : i64
-CHECK: scf.for %i0 = %c0 to %e0 step %c1 : i64
+CHECK: scf.for %i0 = %lo_ to %hi_ step %c1 : i64
 CHECK: %s0_0 = arith.constant 256 : i64
 CHECK-NOT: %s1_0
 CHECK: %e1 = arith.constant 128 : i64
@@ -397,7 +403,8 @@ CHECK: llvm.store %t4, %q0 : f32, !llvm.ptr
     assert lowered.returncode == 0, lowered.stderr
     assert "llvm.func @fused_0" in lowered.stdout and "scf.for" not in lowered.stdout
     kernel = program.run.__globals__["F"][0]
-    assert list(kernel.integers) == [1, 0, 0, 128, 0]  # replicas, steps, offsets
+    # replicas, steps, offsets, the range of the outer loop
+    assert list(kernel.integers) == [1, 0, 0, 128, 0, 0, 64]
     gates = values(13, (64, 256))
     bias = values(14, (128,))
     gates[np.isnan(gates)] = 0
@@ -452,7 +459,7 @@ def test_ops_read_only_through_slices_are_computed_in_the_kernels_that_read_them
         "return (v5, v7)"]
     assert program.kernels.count("func.func") == 1
     # per gate k: h at 128k, the projection at n * 32768 + 128k, the bias at 128k
-    steps = [list(kernel.integers)[5:] for kernel in program.run.__globals__["F"]]
+    steps = [list(kernel.integers)[5:-2] for kernel in program.run.__globals__["F"]]
     assert steps == [[0, 0, 0, 128, 128, 128, 256, 256, 256, 0, 384, 384, 384],
                      [0, 32768, 0, 128, 32896, 128, 256, 33024, 256, 0, 384, 33152, 384]]
     rng = np.random.default_rng(3)
@@ -574,7 +581,7 @@ def test_reduction_kernel_ir(tmp_path):
 CHECK-LABEL: func.func @fused_0(
 CHECK: %init = arith.constant 0.0 : f32
 CHECK: %rb_0 = arith.muli %r, %nr_ : i64
-CHECK: scf.for %i0 = %c0 to %e0 step %c1 : i64 {
+CHECK: scf.for %i0 = %lo_ to %hi_ step %c1 : i64 {
 CHECK: %rb_1 = arith.addi %rb_0, %rm_0 : i64
 CHECK: %acc1 = scf.for %i1 = %c0 to %e1 step %c1 iter_args(%a1 = %init) -> (f32) : i64 {
 CHECK: %[[SUM:.*]] = arith.addf %a1, %[[TANH:.*]] fastmath<reassoc> : f32

@@ -19,6 +19,8 @@ kept in the executable cache directory (`cache`).
   with few channels a group), which write their bodies with `lines.py`.
 - `emitters.py`: `EMITTERS` (kind -> emitter) and the kernel module.
 - `compiled.py`: lowering, compiling, loading and calling compiled kernels.
+- `threads.py`: the worker threads that run big calls' chunks (ranges of each kernel's
+  outer parallel loop) beside the caller, on torch's thread count.
 - `cache.py`: the on-disk shared objects and index entries, and their keys.
 
 The IR passes and the cost model never see these groups: the machine model's timeline

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import cffi
 import numpy as np
+import torch
 from torch_mlir import execution_engine, ir, passmanager
 
 from poptorch.errors import Error
@@ -26,8 +27,27 @@ from poptorch.runtime.jit.codegen.fusion.cache import (
 )
 from poptorch.runtime.jit.codegen.fusion.emitters import EMITTERS, kernel_module
 from poptorch.runtime.jit.codegen.fusion.group import DTYPES, Group, storage
+from poptorch.runtime.jit.codegen.fusion.threads import (
+    ALIGN,
+    CHUNKS,
+    POOL,
+    SPLIT_MIN_ELEMENTS,
+    bounds,
+)
 
 _FFI = cffi.FFI()
+
+
+class _Chunk:
+    """The argument arrays of one more chunk's call (`FusedKernel._parallel`)."""
+
+    def __init__(self, n_pointers: int, n_integers: int) -> None:
+        self.pointers = _FFI.new("void *[]", n_pointers)
+        self.integers = _FFI.new("int64_t[]", n_integers)
+        self.packed = _FFI.new("void *[]", [_FFI.addressof(self.pointers, i)
+                                            for i in range(n_pointers)]
+                               + [_FFI.addressof(self.integers, i)
+                                  for i in range(n_integers)])
 
 
 class FusedKernel:
@@ -36,12 +56,19 @@ class FusedKernel:
     An input may have leading (replica) axes beyond its declared shape; inputs that have
     them share them, and the outputs get them. The function is MLIR's packed interface
     (one array of pointers to the arguments), called through cffi: it takes an array's
-    address 5x faster than ctypes (0.5 against 2.4 us)."""
+    address 5x faster than ctypes (0.5 against 2.4 us).
+
+    The function's last two arguments are a range [lo, hi) of its outer parallel loop
+    over replicas x `outer` iterations; a call that reads and writes at least
+    `threads.SPLIT_MIN_ELEMENTS` elements is cut into ranges that torch's threads take
+    as each is free (`threads.POOL`). The last `private` outputs are scratch: each
+    thread has its own."""
 
     def __init__(self, code, address: int, group: Group,
-                 io: tuple[list, list] | None = None) -> None:
+                 io: tuple[list, list] | None = None, split: tuple[int, int] = (1, 0)
+                 ) -> None:
         """`io`: the function's inputs [(size, rank, dtype)] and outputs [(shape, dtype)]
-        when they are not the group's values' (`Emitter.io`)."""
+        when they are not the group's values (`Emitter.io`); `split`: (outer, private)."""
         self.code = code  # the engine or library holding the machine code: kept alive
         if io is None:
             io = ([(int(np.prod(v.type.shape, dtype=np.int64)), v.type.rank,
@@ -50,22 +77,26 @@ class FusedKernel:
         self.spec = io[0]
         self.shapes = [shape for shape, _ in io[1]]
         self.outputs = [dtype for _, dtype in io[1]]
+        self.outer, self.private = split
         n_in, n_out = len(self.spec), len(self.outputs)
-        self.pointers = _FFI.new("void *[]", n_in + n_out)
         # replicas, each input's step, each read's offset (arguments, so that kernels
-        # that differ only in where they read, as an LSTM's steps, share one function)
+        # that differ only in where they read, as an LSTM's steps, share one function),
+        # then the range of the outer loop
         offsets = [item.start for item in group.reads]  # (not `elementwise.access`: a warm
         # compile skips the layout)
-        self.integers = _FFI.new("int64_t[]", [1] + [0] * n_in + offsets)
-        self.packed = _FFI.new("void *[]", [_FFI.addressof(self.pointers, i)
-                                            for i in range(n_in + n_out)]
-                               + [_FFI.addressof(self.integers, i)
-                                  for i in range(1 + n_in + len(offsets))])
+        self.n_integers = 1 + n_in + len(offsets) + 2
+        first = _Chunk(n_in + n_out, self.n_integers)
+        self.pointers, self.integers, self.packed = first.pointers, first.integers, \
+            first.packed
+        self.integers[0:self.n_integers] = [1] + [0] * n_in + offsets + [0, self.outer]
+        self.chunks = [first]
         self.call = _FFI.cast("void (*)(void **)", address)
-        # each seen set of input shapes -> (the integers, the output shapes): its calls
-        # take the fast path, which skips the general path's checks (an LSTM step's bias
-        # adds, a 3 us kernel: 12.5 -> 8.7 us a call)
-        self.plans: dict[tuple, tuple[list[int], list[tuple]]] = {}
+        # each seen set of input shapes -> (the integers, the output shapes, the elements
+        # its calls read and write when they are split, else 0): its calls take the fast
+        # path, which skips the general path's checks (an LSTM step's bias adds, a 3 us
+        # kernel: 12.5 -> 8.7 us a call)
+        self.plans: dict[tuple, tuple[list[int], list[tuple], int]] = {}
+        self.cuts: list[int] = []  # the chunks' bounds of the split call in progress
         self.last: tuple | None = None  # the plan the integers hold
 
     def __call__(self, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -82,7 +113,7 @@ class FusedKernel:
                 return self._general(arrays)
             pointers[i] = _FFI.from_buffer(a)
         if plan is not self.last:
-            self.integers[0:len(plan[0])] = plan[0]
+            self.integers[0:self.n_integers] = plan[0]
             self.last = plan
         n = len(arrays)
         results = []
@@ -91,7 +122,10 @@ class FusedKernel:
             pointers[n] = _FFI.from_buffer(result)
             n += 1
             results.append(result)
-        self.call(self.packed)
+        if plan[2]:
+            self._parallel(results, plan[2])
+        else:
+            self.call(self.packed)
         return tuple(results)
 
     def _general(self, arrays: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
@@ -101,6 +135,7 @@ class FusedKernel:
         replicas = 1
         pointers, integers = self.pointers, self.integers
         kept = []
+        moved = 0
         for i, (a, (size, rank, dtype)) in enumerate(zip(arrays, self.spec, strict=True)):
             if type(a) is not np.ndarray or a.dtype != dtype or not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a, dtype)
@@ -115,6 +150,7 @@ class FusedKernel:
             else:
                 integers[i + 1] = 0
             pointers[i] = _FFI.from_buffer(a)
+            moved += a.size
         results = tuple(np.empty(lead + shape, dtype)
                         for shape, dtype in zip(self.shapes, self.outputs, strict=True))
         if results[0].size == 0:
@@ -123,12 +159,55 @@ class FusedKernel:
         for j, result in enumerate(results):
             pointers[n_in + j] = _FFI.from_buffer(result)
         integers[0] = replicas
+        integers[self.n_integers - 2] = 0
+        integers[self.n_integers - 1] = replicas * self.outer
+        moved += sum(r.size for r in results[:len(results) - self.private])
+        split = moved if moved >= SPLIT_MIN_ELEMENTS and replicas * self.outer > 1 else 0
         self.last = None
         if not kept:
-            plan = (list(integers[0:1 + n_in]), [(r.shape, r.dtype) for r in results])
+            plan = (list(integers[0:self.n_integers]), [(r.shape, r.dtype) for r in results],
+                    split)
             self.plans[tuple(a.shape for a in arrays)] = self.last = plan
-        self.call(self.packed)
+        if split:
+            self._parallel(list(results), split)
+        else:
+            self.call(self.packed)
         return results
+
+    def _parallel(self, results: list[np.ndarray], moved: int) -> None:
+        """Call the function on ranges of its outer loop on several threads (the first
+        chunk's arrays hold the call's pointers and integers; the call reads and writes
+        `moved` elements); each thread has its own argument arrays and private
+        outputs."""
+        units = int(self.integers[self.n_integers - 1])
+        threads = min(torch.get_num_threads(), units)
+        if threads < 2:
+            self.call(self.packed)
+            return
+        chunks = min(units, threads * (CHUNKS if moved >= CHUNKS * SPLIT_MIN_ELEMENTS else 1))
+        self.cuts = bounds(units, chunks, ALIGN if units // chunks >= 16 * ALIGN else 1)
+        shared = len(self.spec) + len(results) - self.private
+        scratch = []
+        while len(self.chunks) < threads:
+            self.chunks.append(_Chunk(shared + self.private, self.n_integers))
+        first = self.chunks[0]
+        for k in range(1, threads):
+            chunk = self.chunks[k]
+            chunk.pointers[0:shared] = first.pointers[0:shared]
+            for j in range(self.private):
+                own = np.empty_like(results[len(results) - self.private + j])
+                scratch.append(own)
+                chunk.pointers[shared + j] = _FFI.from_buffer(own)
+            chunk.integers[0:self.n_integers] = first.integers[0:self.n_integers]
+        self.last = None  # the first chunk's range is not the plan's
+        POOL.run(self._run, chunks, threads)
+
+    def _run(self, chunk: int, thread: int) -> None:
+        """Chunk `chunk` of the call on thread `thread`'s arrays."""
+        arrays = self.chunks[thread]
+        arrays.integers[self.n_integers - 2] = self.cuts[chunk]
+        arrays.integers[self.n_integers - 1] = self.cuts[chunk + 1]
+        self.call(arrays.packed)
 
 
 @dataclass
@@ -223,4 +302,5 @@ def _kernel(code, address: int, group: Group):
     """What the program calls for `group`: its FusedKernel, or what the group's emitter
     builds on it (`Emitter.call`)."""
     emitter = EMITTERS[group.kind]
-    return emitter.call(FusedKernel(code, address, group, emitter.io(group)), group)
+    return emitter.call(FusedKernel(code, address, group, emitter.io(group),
+                                    emitter.split(group)), group)

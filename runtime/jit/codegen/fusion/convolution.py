@@ -98,6 +98,11 @@ def im2col_io(op: ir.Operation) -> tuple[list, list]:
             [(columns_shape(op), np.dtype(np.float32))])
 
 
+def im2col_split(op: ir.Operation) -> tuple[int, int]:
+    """The im2col function's outer parallel loop (`FusedKernel`'s split): the channels."""
+    return op.operands[0].type.shape[1], 0
+
+
 def im2col(name: str, op: ir.Operation) -> str:
     """cols[c, tap, n, pixel] = x[n, c, pixel * stride - padding + tap * dilation], 0
     outside x, for the input x (N, C, *S) of one replica: loops over channels, taps,
@@ -119,7 +124,7 @@ def im2col(name: str, op: ir.Operation) -> str:
     replica = b.loop("%replicas")
     x_replica = b.emit(f"arith.muli {replica}, %step0 : i64")
     cols_replica = b.index(None, [(replica, channels * taps * n_images * pixels)])
-    channel = b.loop(channels)
+    channel = b.split(replica, channels)
     tap = [b.loop(k) for k in kernel]
     tap_flat = b.index(None, list(zip(tap, row_strides(kernel), strict=True)))
     image = b.loop(n_images)
@@ -257,6 +262,11 @@ def col2im_io(op: ir.Operation) -> tuple[list, list]:
     return ([(products, 2, np.dtype(np.float32))], [(result, np.dtype(np.float32))])
 
 
+def col2im_split(op: ir.Operation) -> tuple[int, int]:
+    """The col2im function's outer parallel loop (`FusedKernel`'s split): the images."""
+    return op.operands[0].type.shape[0], 0
+
+
 def col2im(name: str, op: ir.Operation) -> str:
     """y[n, c, o] = the sum over taps t of cols[c, t, n, i] where o + padding = i * stride
     + t * dilation, for the products cols (C_out x taps, N x input pixels) of one
@@ -275,7 +285,7 @@ def col2im(name: str, op: ir.Operation) -> str:
     replica = b.loop("%replicas")
     cols_replica = b.emit(f"arith.muli {replica}, %step0 : i64")
     y_replica = b.index(None, [(replica, n_images * channels * area)])
-    image = b.loop(n_images)
+    image = b.split(replica, n_images)
     channel = b.loop(channels)
     out = [b.loop(outputs[j]) for j in range(d - 1)]
     row = b.index(y_replica, [(image, channels * area), (channel, area)]

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -293,12 +294,17 @@ def _pixels(b: Lines, direct: Direct) -> tuple[str, str, str]:
     return image, plane, full
 
 
-def _stacks(b: Lines, direct: Direct, x_replica: str) -> tuple[str, str]:
-    """Open the loops over groups and stacks of images, and copy each stack's input
-    planes into the scratch: returns (the group, the stack's first image)."""
+def _stacks(b: Lines, direct: Direct, replica: str, x_replica: str,
+            prepare: Callable[[str], None] | None = None) -> tuple[str, str]:
+    """Open the loops over groups (the outer parallel loop, `FusedKernel`'s split) and
+    stacks of images, and copy each stack's input planes into the scratch: returns (the
+    group, the stack's first image). `prepare(group)` writes what comes first in a
+    group."""
     n_images, channels = direct.source[:2]
     area = math.prod(direct.source[2:])
-    group = b.loop(direct.groups)
+    group = b.split(replica, direct.groups)
+    if prepare is not None:
+        prepare(group)
     first = b.index(None, [(b.loop(n_images // direct.stack), direct.stack)])
     _copy_planes(b, direct, b.index(x_replica, [(first, channels * area),
                                                 (group, direct.per_group * area)]))
@@ -348,7 +354,7 @@ def forward(name: str, op: ir.Operation) -> str:
     x_replica = b.emit(f"arith.muli {replica}, %step0 : i64")
     w_replica = b.emit(f"arith.muli {replica}, %step1 : i64")
     y_replica = b.index(None, [(replica, direct.source[0] * c_out * area_out)])
-    group, first = _stacks(b, direct, x_replica)
+    group, first = _stacks(b, direct, replica, x_replica)
     m = b.loop(direct.outputs_per_group)
     co = b.index(m, [(group, direct.outputs_per_group)])
     for initial in (True, False):
@@ -412,8 +418,9 @@ def weight_grad(name: str, op: ir.Operation) -> str:
     x_replica = b.emit(f"arith.muli {replica}, %step0 : i64")
     g_replica = b.emit(f"arith.muli {replica}, %step1 : i64")
     w_replica = b.index(None, [(replica, size)])
-    _zero(b, "%out0", size, w_replica)
-    group, first = _stacks(b, direct, x_replica)
+    block = size // direct.groups  # a group's weights: (C_out / groups, per_group, taps)
+    group, first = _stacks(b, direct, replica, x_replica, lambda group: _zero(
+        b, "%out0", block, b.index(w_replica, [(group, block)])))
     m = b.loop(direct.outputs_per_group)
     co = b.index(m, [(group, direct.outputs_per_group)])
     image, pixel, at = _pixels(b, direct)
@@ -441,6 +448,12 @@ def weight_grad(name: str, op: ir.Operation) -> str:
     for _ in range(5):
         b.close()
     return b.text(header(name, 2, 3))
+
+
+def split(op: ir.Operation) -> tuple[int, int]:
+    """The outer parallel loop (`FusedKernel`'s split): the groups; the scratch volume
+    and the full planes are each chunk's own."""
+    return geometry(op).groups, 2
 
 
 def function(name: str, op: ir.Operation) -> str:

@@ -106,20 +106,30 @@ def _apply(body: Body, op: ir.Operation, operands: list[str]) -> str:
     return EMITTERS[cls][0](body, *operands)
 
 
+def split(group: Group) -> tuple[int, int]:
+    """The outer parallel loop (`FusedKernel`'s split): the first loop a reduction keeps
+    (none when it folds them all: then calls split only the replicas); no scratch."""
+    loops, _, _, kept, _, _ = access(group)
+    return (loops[0] if kept else 1), 0
+
+
 def function(name: str, group: Group) -> str:
     """The kernel of `group` as a func.func: pointer arguments (inputs, then outputs), the
-    number of replicas, each input's replica stride (0: the input has none) and each
-    read's offset. A group ending in a reduction folds its inner loops into an
-    accumulator (`iter_args`), stored once per element of the outer ones."""
+    number of replicas, each input's replica stride (0: the input has none), each read's
+    offset and the range [%lo, %hi) of replicas x the outer parallel loop (`split`) the
+    call runs. A group ending in a reduction folds its inner loops into an accumulator
+    (`iter_args`), stored once per element of the outer ones: a fold is never split."""
     loops, strides, _, kept, out_strides, concat_strides = access(group)
+    outer = split(group)[0]
     size = int(np.prod(group.shape, dtype=np.int64))
     n_in, n_out = len(group.inputs), len(group.outputs)
     args = [f"%in{i}: !llvm.ptr {{llvm.noalias}}" for i in range(n_in)]
     args += [f"%out{i}: !llvm.ptr {{llvm.noalias}}" for i in range(n_out)]
     args += ["%replicas: i64"] + [f"%step{i}: i64" for i in range(n_in)]
-    args += [f"%off{j}: i64" for j in range(len(group.reads))]
+    args += [f"%off{j}: i64" for j in range(len(group.reads))] + ["%lo: i64", "%hi: i64"]
     lines = [f"  func.func @{name}({', '.join(args)}) {{",
-             "    %c0 = arith.constant 0 : i64", "    %c1 = arith.constant 1 : i64"]
+             "    %c0 = arith.constant 0 : i64", "    %c1 = arith.constant 1 : i64",
+             f"    %outer = arith.constant {outer} : i64"]
     indent = "    "
     reduction = group.last if group.reduced else None
     if reduction is not None:
@@ -146,6 +156,15 @@ def function(name: str, group: Group) -> str:
         lines.append(f"{indent}%nr_ = arith.constant {folded} : i64")
         lines.append(f"{indent}%rb_0 = arith.muli %r, %nr_ : i64")
         fold_strides = row_strides(loops[:kept])
+    # this replica's part of the call's range of the outer loop
+    lines.append(f"{indent}%rs = arith.muli %r, %outer : i64")
+    for end in ("lo", "hi"):
+        lines.append(f"{indent}%{end}0 = arith.subi %{end}, %rs : i64")
+        lines.append(f"{indent}%{end}1 = arith.minsi %{end}0, %outer : i64")
+        lines.append(f"{indent}%{end}_ = arith.maxsi %{end}1, %c0 : i64")
+    if not kept:  # nothing kept to split: the replica runs when its one unit is in range
+        lines.append(f"{indent}scf.for %u = %lo_ to %hi_ step %c1 : i64 {{")
+        indent += "  "
     for d, extent in enumerate(loops):
         lines.append(f"{indent}%e{d} = arith.constant {extent} : i64")
         if reduction is not None and d >= kept:
@@ -153,7 +172,8 @@ def function(name: str, group: Group) -> str:
             lines.append(f"{indent}%acc{d} = scf.for %i{d} = %c0 to %e{d} step %c1 "
                          f"iter_args(%a{d} = {start}) -> (f32) : i64 {{")
         else:
-            lines.append(f"{indent}scf.for %i{d} = %c0 to %e{d} step %c1 : i64 {{")
+            start, end = ("%lo_", "%hi_") if d == 0 else ("%c0", f"%e{d}")
+            lines.append(f"{indent}scf.for %i{d} = {start} to {end} step %c1 : i64 {{")
         indent += "  "
         for j in range(len(group.reads)):
             stride = strides[j][d]
@@ -249,6 +269,9 @@ def function(name: str, group: Group) -> str:
             lines.append(f"{indent}%q{len(stores)} = llvm.getelementptr %out{j}[%rb_{kept}] : "
                          f"(!llvm.ptr, i64) -> !llvm.ptr, f32")
             lines.append(f"{indent}llvm.store %acc{kept}, %q{len(stores)} : f32, !llvm.ptr")
+    if not kept:
+        indent = indent[:-2]
+        lines.append(f"{indent}}}")
     lines += [f"{indent[:-2]}}}", "    return", "  }"]
     return "\n".join(lines)
 

@@ -2,8 +2,9 @@
 each group's function, and `kernel_module` puts the distinct ones in one MLIR module.
 
 An emitter says how a group's function is written (`function`), which inputs and outputs
-it has when they are not the group's values (`io`), and what the program calls on top
-of the compiled function (`call`).
+it has when they are not the group's values (`io`), which of its loops calls on several
+threads share (`split`: `FusedKernel` cuts big calls), and what the program calls on
+top of the compiled function (`call`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class Emitter:
 
     function: Callable[[str, Group], str]
     io: Callable[[Group], tuple[list, list] | None]
+    split: Callable[[Group], tuple[int, int]]
     call: Callable[[Any, Group], Any]
 
 
@@ -36,8 +38,8 @@ def _compiled(kernel, group: Group):
 
 
 EMITTERS: dict[Kind, Emitter] = {
-    Kind.ELEMENTWISE: Emitter(elementwise.function, _own_io, _compiled),
-    Kind.WINDOW: Emitter(window.function, window.io, window.call),
+    Kind.ELEMENTWISE: Emitter(elementwise.function, _own_io, elementwise.split, _compiled),
+    Kind.WINDOW: Emitter(window.function, window.io, window.split, window.call),
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from torch_mlir import ir
@@ -124,6 +125,7 @@ class Group:
     reads: list[Read] = field(default_factory=list)
     outputs: list[ir.Value] = field(default_factory=list)
     layout: tuple | None = None  # `elementwise.access`'s answer, once asked
+    window: Any = None  # a window group's `window.Window` entry, once known
     # (value, offset, view) of an inline op's result -> where it reads its operands
     paths: dict[tuple, list[tuple]] = field(default_factory=dict)
     reduced: tuple[int, ...] = ()  # dims of `shape` its last op (an ipu.reduce) folds

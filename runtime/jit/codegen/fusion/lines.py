@@ -1,7 +1,7 @@
 """A builder of window kernels' functions (`pooling`, `convolution`): SSA lines of a
 func.func body with i64 index arithmetic, loops, loads and stores, and the function's
-header (`FusedKernel`'s arguments: input and output pointers, the number of replicas and
-each input's replica stride)."""
+header (`FusedKernel`'s arguments: input and output pointers, the number of replicas,
+each input's replica stride and the range of the outer parallel loop a call runs)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,18 @@ class Lines:
         self.indent += "  "
         return f"%i{self.count}"
 
+    def split(self, replica: str, extent: int) -> str:
+        """Open the outer parallel loop, of `extent` iterations a replica, over its part
+        in the call's range [%lo, %hi) of replicas x `extent` iterations; returns its
+        induction variable."""
+        base = self.emit(f"arith.muli {replica}, {self.const(extent)} : i64")
+        ends = []
+        for end in ("%lo", "%hi"):
+            shifted = self.emit(f"arith.subi {end}, {base} : i64")
+            below = self.emit(f"arith.minsi {shifted}, {self.const(extent)} : i64")
+            ends.append(self.emit(f"arith.maxsi {below}, {self.const(0)} : i64"))
+        return self.loop_from(*ends)
+
     def close(self) -> None:
         self.indent = self.indent[:-2]
         self.add("}")
@@ -93,4 +105,5 @@ def header(name: str, inputs: int, outputs: int) -> str:
     args = [f"%in{i}: !llvm.ptr {{llvm.noalias}}" for i in range(inputs)]
     args += [f"%out{i}: !llvm.ptr {{llvm.noalias}}" for i in range(outputs)]
     args += ["%replicas: i64"] + [f"%step{i}: i64" for i in range(inputs)]
+    args += ["%lo: i64", "%hi: i64"]
     return f"  func.func @{name}({', '.join(args)}) {{"

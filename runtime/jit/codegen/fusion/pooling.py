@@ -63,6 +63,12 @@ def pool_group(op: ir.Operation) -> Group | None:
                  outputs=list(op.results), kind=Kind.WINDOW)
 
 
+def split(op: ir.Operation) -> tuple[int, int]:
+    """The outer parallel loop (`FusedKernel`'s split): the planes (images x channels)."""
+    d = len(_window(op)[0])
+    return math.prod(op.results[0].type.shape[:-d]), 0
+
+
 def pool(name: str, op: ir.Operation) -> str:
     """The kernel of a max pooling (with indices: a second output)."""
     kernel, strides, padding, dilations = _window(op)
@@ -78,7 +84,7 @@ def pool(name: str, op: ir.Operation) -> str:
     replica = b.loop("%replicas")
     x_replica = b.emit(f"arith.muli {replica}, %step0 : i64")
     y_replica = b.index(None, [(replica, planes * math.prod(outputs))])
-    plane = b.loop(planes)
+    plane = b.split(replica, planes)
     x_plane = b.index(x_replica, [(plane, math.prod(spatial))])
     y_base = b.index(y_replica, [(plane, math.prod(outputs))])
     out = [b.loop(o) for o in outputs]
@@ -132,7 +138,8 @@ def pool(name: str, op: ir.Operation) -> str:
 
 
 def gradient(name: str, op: ir.Operation) -> str:
-    """The kernel of a max pooling's gradient: zeroes, then each gradient at its index."""
+    """The kernel of a max pooling's gradient: per plane, zeroes, then each gradient at
+    its index (inside the plane)."""
     grad = tuple(op.operands[0].type.shape)
     result = tuple(op.results[0].type.shape)
     d = len(_window(op)[0])
@@ -144,13 +151,13 @@ def gradient(name: str, op: ir.Operation) -> str:
     g_replica = b.emit(f"arith.muli {replica}, %step0 : i64")
     i_replica = b.emit(f"arith.muli {replica}, %step1 : i64")
     out_replica = b.index(None, [(replica, planes * area)])
-    element = b.loop(planes * area)
-    b.store(zero, "%out0", b.emit(f"arith.addi {out_replica}, {element} : i64"), "f32")
-    b.close()
-    plane = b.loop(planes)
+    plane = b.split(replica, planes)
     g_base = b.index(g_replica, [(plane, pooled)])
     i_base = b.index(i_replica, [(plane, pooled)])
     out_base = b.index(out_replica, [(plane, area)])
+    element = b.loop(area)
+    b.store(zero, "%out0", b.emit(f"arith.addi {out_base}, {element} : i64"), "f32")
+    b.close()
     e = b.loop(pooled)
     g = b.load("%in0", b.emit(f"arith.addi {g_base}, {e} : i64"), "f32")
     i = b.load("%in1", b.emit(f"arith.addi {i_base}, {e} : i64"), "i64")

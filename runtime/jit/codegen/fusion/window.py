@@ -4,8 +4,9 @@ class.
 
 Each entry says how its op becomes a one-op group (`group`: None leaves it to the next
 entry of its class, and after the last to its NumPy kernel), writes the group's function
-(`function`), which inputs and outputs that function has when they are not the op's own
-(`io`: a convolution's function gathers the windows of its input alone), and what the
+(`function`), which of its loops calls on several threads share (`split`), which
+inputs and outputs that function has when they are not the op's own (`io`: a
+convolution's function gathers the windows of its input alone), and what the
 program calls on top of the compiled function (`call`: for a convolution, the BLAS
 products around it). The functions share the kernel module, `FusedKernel`'s calling
 convention and the cache with the elementwise groups.
@@ -32,35 +33,39 @@ class Window:
 
     group: Callable[[ir.Operation], Group | None]
     function: Callable[[str, ir.Operation], str]
+    split: Callable[[ir.Operation], tuple[int, int]]
     io: Callable[[ir.Operation], tuple[list, list]] | None = None
     call: Callable[[Any, ir.Operation], Any] | None = None
 
 
-_POOL = Window(pooling.pool_group, pooling.pool)
+_POOL = Window(pooling.pool_group, pooling.pool, pooling.split)
 _CONVOLUTION = Window(convolution.convolution_group, convolution.im2col,
-                      convolution.im2col_io, convolution.Convolution)
+                      convolution.im2col_split, convolution.im2col_io,
+                      convolution.Convolution)
 # grouped convolutions with few channels a group (depthwise ones): direct kernels
-_DIRECT = Window(depthwise.direct_group, depthwise.function, depthwise.direct_io,
-                 depthwise.DirectConvolution)
+_DIRECT = Window(depthwise.direct_group, depthwise.function, depthwise.split,
+                 depthwise.direct_io, depthwise.DirectConvolution)
 
 # op class -> how its ops run as window kernels, the first entry whose `group` takes the op
 WINDOWS: dict[type, tuple[Window, ...]] = {
     MaxPoolOp: (_POOL,),
     MaxPoolWithIndicesOp: (_POOL,),
-    MaxPoolGradOp: (Window(pooling.pool_group, pooling.gradient),),
+    MaxPoolGradOp: (Window(pooling.pool_group, pooling.gradient, pooling.split),),
     ConvOp: (_DIRECT, _CONVOLUTION),
     ConvWeightGradOp: (_DIRECT, _CONVOLUTION),
     ConvTransposeOp: (_DIRECT, Window(convolution.transposed_group, convolution.col2im,
-                                      convolution.col2im_io,
+                                      convolution.col2im_split, convolution.col2im_io,
                                       convolution.TransposedConvolution)),
 }
 
 
 def _taking(op: ir.Operation) -> tuple[Window, Group] | None:
-    """The first entry of the op's class that takes it, and its group."""
+    """The first entry of the op's class that takes it, and its group (which records
+    the entry)."""
     for window in WINDOWS.get(op_class(op), ()):
         group = window.group(op)
         if group is not None:
+            group.window = window
             return window, group
     return None
 
@@ -73,9 +78,13 @@ def window_group(op: ir.Operation) -> Group | None:
 
 
 def _window(group: Group) -> Window:
-    taken = _taking(group.ops[0])
-    assert taken is not None, "a window group whose op no entry takes"
-    return taken[0]
+    """The group's entry: recorded when it was formed, or found once for a group the
+    kernel cache's index gave."""
+    if group.window is None:
+        taken = _taking(group.ops[0])
+        assert taken is not None, "a window group whose op no entry takes"
+        group.window = taken[0]
+    return group.window
 
 
 def function(name: str, group: Group) -> str:
@@ -88,6 +97,12 @@ def io(group: Group) -> tuple[list, list] | None:
     are not the group's own."""
     window = _window(group)
     return None if window.io is None else window.io(group.ops[0])
+
+
+def split(group: Group) -> tuple[int, int]:
+    """The function's outer parallel loop, of this many iterations a replica, and how
+    many of its last outputs are scratch (`FusedKernel`'s split)."""
+    return _window(group).split(group.ops[0])
 
 
 def call(kernel, group: Group):
