@@ -1,0 +1,134 @@
+"""The module the host runs: a multi-IPU program's stages inlined into its entry, its
+recomputations read from the forward ops that computed them first.
+
+The machine model charges a multi-IPU program as the IPUs run it, from the compiled
+module: stage by stage, inter-IPU copies over the links, backward stages recomputing
+their forward activations (`ipu-recompute`). The host computes the same numbers with
+less work: one micro-batch runs all stages in order anyway, so the JIT compiles a copy
+of the module where
+
+- each `func.call` of a stage (`ipu.stage`) in the entry is replaced by the stage's ops,
+  so elementwise fusion and array reuse see one function;
+- an `ipu.copy` between IPUs is its operand (its kernel returns it unchanged);
+- an op tagged `ipu.recomputed` is replaced by the earlier op it is a clone of (same
+  op, attributes other than placement, operands and result types), whose results are
+  the same bits: the recompute pass clones only deterministic ops, and a random draw's
+  clone shares its seed modifier. Equal constants (each stage clones those it reads)
+  are one, so that a clone and its original read the same operands.
+
+A transformer layer pipelined over 2 IPUs recomputed its whole attention block in the
+backward stage: 1.46x the CPU time of the one-IPU step (bench/multi_ipu.py). A module
+with stochastic rounding runs as it is: each rounding draws from the device's generator,
+so its recomputations are not the forward's bits.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from torch_mlir import ir
+
+from poptorch.dialects.creation import ConstantOp
+from poptorch.dialects.placement import PLACEMENT
+from poptorch.dialects.structure import CopyOp
+
+# attributes saying where an op runs or why it is there, not what it computes
+_TAGS = frozenset((*PLACEMENT, "ipu.phase", "ipu.kind", "ipu.backward", "ipu.recomputed"))
+RECOMPUTED = "ipu.recomputed"
+
+
+def entry_function(module: ir.Operation, entry: str) -> ir.Operation:
+    return next(op.operation for op in module.regions[0].blocks[0].operations
+                if op.operation.name == "func.func"
+                and ir.StringAttr(op.attributes["sym_name"]).value == entry)
+
+
+def _stage_call(op: ir.Operation) -> bool:
+    return op.name == "func.call" and "ipu.stage" in op.attributes
+
+
+def needs_host_module(module: ir.Operation, entry: str) -> bool:
+    """Whether the host's module differs from `module`: its entry calls stages or
+    recomputes values. Not with stochastic rounding (module docstring)."""
+    if "ipu.stochastic_rounding" in module.attributes:
+        return False
+    block = entry_function(module, entry).regions[0].blocks[0]
+    return any(_stage_call(op.operation) or RECOMPUTED in op.attributes
+               for op in block.operations)
+
+
+def stage_results(module: ir.Operation, entry: str) -> frozenset[int]:
+    """The entry's results (by index) that a stage call returns."""
+    block = entry_function(module, entry).regions[0].blocks[0]
+    returned = list(block.operations)[-1]
+    return frozenset(n for n, value in enumerate(returned.operands)
+                     if isinstance(value.owner, ir.Operation | ir.OpView)
+                     and _stage_call(value.owner.operation))
+
+
+def host_module(module: ir.Operation, entry: str) -> ir.Operation:
+    """A copy of `module` (a detached `builtin.module` the caller erases) as the host runs
+    it (module docstring)."""
+    copy = module.clone()
+    functions = {ir.StringAttr(op.attributes["sym_name"]).value: op.operation
+                 for op in copy.regions[0].blocks[0].operations
+                 if op.operation.name == "func.func"}
+    block = entry_function(copy, entry).regions[0].blocks[0]
+    ops = [op.operation for op in block.operations]
+    calls = Counter(_callee(op) for op in ops if _stage_call(op))
+    for op in ops:
+        if _stage_call(op):  # stages are called only by the entry (ipu-outline-stages)
+            name = _callee(op)
+            calls[name] -= 1
+            _inline(op, functions[name], last=calls[name] == 0)
+        elif op.name == CopyOp.OPERATION_NAME:
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
+    _reuse_forward(block)
+    return copy
+
+
+def _callee(call: ir.Operation) -> str:
+    return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+
+
+def _inline(call: ir.Operation, callee: ir.Operation, last: bool) -> None:
+    """Replace `call` by the body of `callee`: moved there from `callee`, which is then
+    erased, at its `last` call, else a clone's."""
+    body = callee if last else callee.clone()
+    block = body.regions[0].blocks[0]
+    for argument, operand in zip(block.arguments, call.operands, strict=True):
+        argument.replace_all_uses_with(operand)
+    ops = [op.operation for op in block.operations]
+    returned = ops.pop()
+    for op in ops:
+        op.move_before(call)
+    for result, value in zip(call.results, returned.operands, strict=True):
+        result.replace_all_uses_with(value)
+    call.erase()
+    body.erase()
+
+
+def _reuse_forward(block: ir.Block) -> None:
+    """Replace each recomputed op by the earlier op computing the same (module docstring).
+    Equal constants count as one operand, but stay apart: fusion takes a constant read
+    only by its group's ops as a literal."""
+    seen: dict[tuple, ir.Operation] = {}
+    same: dict[ir.Value, ir.Value] = {}  # a constant's result -> the first equal one's
+    for op in list(block.operations):
+        op = op.operation
+        if len(op.regions):
+            continue
+        key = (op.name,
+               tuple((name, attr) for name, attr in op.attributes.items() if name not in _TAGS),
+               tuple(same.get(v, v) for v in op.operands), tuple(r.type for r in op.results))
+        earlier = seen.get(key)
+        if earlier is None:
+            if RECOMPUTED not in op.attributes:
+                seen[key] = op
+        elif op.name == ConstantOp.OPERATION_NAME:
+            same[op.results[0]] = earlier.results[0]
+        elif RECOMPUTED in op.attributes:
+            for mine, theirs in zip(op.results, earlier.results, strict=True):
+                mine.replace_all_uses_with(theirs)
+            op.erase()
