@@ -1,8 +1,8 @@
-"""The host's program of a multi-IPU model (`runtime/jit/host_module.py`): stages inlined
-into one function, inter-IPU copies dropped, recomputed activations read from the
-forward ops. It computes the numbers the stage-by-stage program computes, bit for bit,
-with less work, and the machine model still charges the stages, copies and
-recomputation as the IPUs run them."""
+"""The host's program of a model that recomputes (`runtime/jit/host_module.py`): stages
+inlined into one function, inter-IPU copies dropped, recomputed activations read from
+the forward ops. For these models it computes the numbers the stage-by-stage program
+computes, bit for bit, with less work, and the machine model still charges the stages,
+copies and recomputation as the IPUs run them."""
 
 import pytest
 import torch
@@ -85,10 +85,6 @@ def test_replicated_pipeline_sums_gradients_as_stage_by_stage(monkeypatch):
     assert_same_bits(host, stages)
 
 
-def test_stashing_pipeline_runs_as_one_function_bit_for_bit(monkeypatch):
-    host = train(True, monkeypatch, recompute=False)
-    stages = train(False, monkeypatch, recompute=False)
-    assert "def main_stage" not in host[0].source
-    assert host[0].source.count("= ipu_matmul(") == stages[0].source.count("= ipu_matmul(")
-    assert host[1] == stages[1]
-    assert_same_bits(host, stages)
+def test_a_pipeline_that_recomputes_nothing_runs_stage_by_stage(monkeypatch):
+    program = train(True, monkeypatch, recompute=False)[0]
+    assert "def main_stage" in program.source and "ipu_copy(" in program.source
