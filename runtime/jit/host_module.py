@@ -12,8 +12,8 @@ where
 - an op tagged `ipu.recomputed` is replaced by the earlier op it is a clone of (the same
   op, attributes other than placement, operands and result types): the recompute pass
   clones only ops that compute the same values again, a random draw's clone sharing
-  its seed modifier (ops that run user code or print are kept). Equal constants (each
-  stage clones those it reads) count as one operand.
+  its seed modifier (ops that run user code or print are kept). Ops computing the same
+  (each stage clones the constants it reads) count as one operand.
 
 A transformer layer pipelined over 2 IPUs recomputed its attention block and first
 feed-forward product in the backward stage: 1.46x the CPU time of the one-IPU step
@@ -37,16 +37,30 @@ from collections import Counter
 
 from torch_mlir import ir
 
-from poptorch.dialects.creation import ConstantOp
+from poptorch.dialects.creation import RandomNormalOp, RandomUniformOp
 from poptorch.dialects.custom import CustomOp, HostCallOp
 from poptorch.dialects.placement import PLACEMENT
-from poptorch.dialects.structure import CopyOp, PrintOp
+from poptorch.dialects.structure import (
+    AllReduceOp,
+    CopyOp,
+    HostLoadOp,
+    HostStoreOp,
+    PrintOp,
+    RemoteLoadOp,
+    RemoteStoreOp,
+)
+from poptorch.passes.recompute import SEED_MODIFIER
 
 # attributes saying where an op runs or why it is there, not what it computes
 _TAGS = frozenset((*PLACEMENT, "ipu.phase", "ipu.kind", "ipu.backward", "ipu.recomputed"))
 RECOMPUTED = "ipu.recomputed"
-# ops whose recomputation the host runs too: they run user code or print
-_EFFECTS = frozenset(op.OPERATION_NAME for op in (CustomOp, HostCallOp, PrintOp))
+# ops that are never the same as another: they run user code, print, move data or reduce
+# over replicas (their recomputations run too)
+_UNIQUE = frozenset(op.OPERATION_NAME for op in (
+    CustomOp, HostCallOp, PrintOp, HostLoadOp, HostStoreOp, RemoteLoadOp, RemoteStoreOp,
+    AllReduceOp))
+# draws that are the same only with the same seed modifier (`ipu-recompute`)
+_RANDOM = frozenset(op.OPERATION_NAME for op in (RandomNormalOp, RandomUniformOp))
 
 
 def entry_function(module: ir.Operation, entry: str) -> ir.Operation:
@@ -128,13 +142,16 @@ def _inline(call: ir.Operation, callee: ir.Operation, last: bool) -> None:
 
 def _reuse_forward(block: ir.Block) -> None:
     """Replace each recomputed op by the earlier op computing the same (module docstring).
-    Equal constants count as one operand, but stay apart: fusion takes a constant read
-    only by its group's ops as a literal."""
+    Ops computing the same as an earlier one count as one operand, but stay apart:
+    equal constants (fusion takes a constant read only by its group as a literal) and
+    the same op on them (BERT's attention mask, selected by each stage from the copied
+    padding mask, while a recomputed product reads the one of the first stage)."""
     seen: dict[tuple, ir.Operation] = {}
-    same: dict[ir.Value, ir.Value] = {}  # a constant's result -> the first equal one's
+    same: dict[ir.Value, ir.Value] = {}  # a result -> the first equal op's
     for op in list(block.operations):
         op = op.operation
-        if len(op.regions):
+        if len(op.regions) or op.name in _UNIQUE or (
+                op.name in _RANDOM and SEED_MODIFIER not in op.attributes):
             continue
         key = (op.name,
                tuple((name, attr) for name, attr in op.attributes.items() if name not in _TAGS),
@@ -143,9 +160,9 @@ def _reuse_forward(block: ir.Block) -> None:
         if earlier is None:
             if RECOMPUTED not in op.attributes:
                 seen[key] = op
-        elif op.name == ConstantOp.OPERATION_NAME:
-            same[op.results[0]] = earlier.results[0]
-        elif RECOMPUTED in op.attributes and op.name not in _EFFECTS:
+        elif RECOMPUTED in op.attributes:
             for mine, theirs in zip(op.results, earlier.results, strict=True):
                 mine.replace_all_uses_with(theirs)
             op.erase()
+        else:
+            same.update(zip(op.results, earlier.results, strict=True))
