@@ -16,8 +16,8 @@ where
   (each stage clones the constants it reads) count as one operand.
 
 A transformer layer pipelined over 2 IPUs recomputed its attention block and first
-feed-forward product in the backward stage: 1.46x the CPU time of the one-IPU step
-(bench/multi_ipu.py), 1.03x with this module.
+feed-forward product in the backward stage: 1.40x the CPU time of the one-IPU step of
+the same micro-batches (bench/multi_ipu.py's training), 1.05x with this module.
 
 The numbers are the forward's: bit for bit those of the stage-by-stage program for
 models whose fused elementwise kernels do not reduce (test_host_module.py) and for the
