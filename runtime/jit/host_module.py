@@ -39,7 +39,7 @@ from torch_mlir import ir
 
 from poptorch.dialects.creation import RandomNormalOp, RandomUniformOp
 from poptorch.dialects.custom import CustomOp, HostCallOp
-from poptorch.dialects.placement import PLACEMENT
+from poptorch.dialects.placement import PLACEMENT, symbol_table
 from poptorch.dialects.structure import (
     AllReduceOp,
     CopyOp,
@@ -63,12 +63,6 @@ _UNIQUE = frozenset(op.OPERATION_NAME for op in (
 _RANDOM = frozenset(op.OPERATION_NAME for op in (RandomNormalOp, RandomUniformOp))
 
 
-def entry_function(module: ir.Operation, entry: str) -> ir.Operation:
-    return next(op.operation for op in module.regions[0].blocks[0].operations
-                if op.operation.name == "func.func"
-                and ir.StringAttr(op.attributes["sym_name"]).value == entry)
-
-
 def _stage_call(op: ir.Operation) -> bool:
     return op.name == "func.call" and "ipu.stage" in op.attributes
 
@@ -80,17 +74,16 @@ def needs_host_module(module: ir.Operation, entry: str) -> bool:
     and can change the bits of fused reductions (module docstring)."""
     if "ipu.stochastic_rounding" in module.attributes:
         return False
-    block = entry_function(module, entry).regions[0].blocks[0]
+    table = symbol_table(module)
+    block = table[entry].regions[0].blocks[0]
     called = {_callee(op.operation) for op in block.operations if _stage_call(op.operation)}
-    bodies = [block] + [op.regions[0].blocks[0] for op in module.regions[0].blocks[0].operations
-                        if op.operation.name == "func.func"
-                        and ir.StringAttr(op.attributes["sym_name"]).value in called]
+    bodies = [block] + [table[name].regions[0].blocks[0] for name in called]
     return any(RECOMPUTED in op.attributes for body in bodies for op in body.operations)
 
 
 def stage_results(module: ir.Operation, entry: str) -> frozenset[int]:
     """The entry's results (by index) that a stage call returns."""
-    block = entry_function(module, entry).regions[0].blocks[0]
+    block = symbol_table(module)[entry].regions[0].blocks[0]
     returned = list(block.operations)[-1]
     return frozenset(n for n, value in enumerate(returned.operands)
                      if isinstance(value.owner, ir.Operation | ir.OpView)
@@ -101,10 +94,8 @@ def host_module(module: ir.Operation, entry: str) -> ir.Operation:
     """A copy of `module` (a detached `builtin.module` the caller erases) as the host runs
     it (module docstring)."""
     copy = module.clone()
-    functions = {ir.StringAttr(op.attributes["sym_name"]).value: op.operation
-                 for op in copy.regions[0].blocks[0].operations
-                 if op.operation.name == "func.func"}
-    block = entry_function(copy, entry).regions[0].blocks[0]
+    functions = symbol_table(copy)
+    block = functions[entry].regions[0].blocks[0]
     ops = [op.operation for op in block.operations]
     calls = Counter(_callee(op) for op in ops if _stage_call(op))
     for op in ops:

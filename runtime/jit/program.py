@@ -23,6 +23,7 @@ from poptorch.dialects import op_class
 from poptorch.dialects.data_movement import ConcatOp, PermuteOp
 from poptorch.dialects.elementwise import BINARY_OPS
 from poptorch.dialects.linear import MatMulOp
+from poptorch.dialects.placement import symbol_table
 from poptorch.dialects.types import numpy_dtype
 from poptorch.errors import Error
 from poptorch.runtime.jit.codegen.fusion.cache import groups_data, groups_from, read_index
@@ -32,12 +33,7 @@ from poptorch.runtime.jit.codegen.fusion.grouping import find_groups
 from poptorch.runtime.jit.codegen.fusion.window import WINDOWS, window_group
 from poptorch.runtime.jit.control_flow import REGION_OPS, control_statement, nested_ops
 from poptorch.runtime.jit.heap import keep_freed_memory
-from poptorch.runtime.jit.host_module import (
-    entry_function,
-    host_module,
-    needs_host_module,
-    stage_results,
-)
+from poptorch.runtime.jit.host_module import host_module, needs_host_module, stage_results
 from poptorch.runtime.jit.kernels import HELPERS, Kernel, kernel_of
 
 # module attributes of ipu-precision that need every op run on its own
@@ -458,7 +454,7 @@ def _compiled(gen: _Codegen, top: ir.Operation, entry: str, key: str | None,
     namespace = {"K": gen.bound, "C": gen.constants, "np": np,
                  "F": fused.kernels if fused else []}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
-    func = entry_function(top, entry)
+    func = symbol_table(top)[entry]
     ranks = tuple(t.rank for t in ir.FunctionType(func.attributes["function_type"].value).results)
     return Program(source, namespace[_identifier(entry)], gen.constants, ranks,
                    frozenset(gen.summed), fused.ir if fused else "")
