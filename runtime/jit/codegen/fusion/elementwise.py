@@ -106,11 +106,16 @@ def _apply(body: Body, op: ir.Operation, operands: list[str]) -> str:
     return EMITTERS[cls][0](body, *operands)
 
 
+def _outer(loops: list[int], kept: int) -> int:
+    """The outer parallel loop's extent: the first loop a reduction keeps (1 when it
+    folds them all: then calls split only the replicas)."""
+    return loops[0] if kept else 1
+
+
 def split(group: Group) -> tuple[int, int]:
-    """The outer parallel loop (`FusedKernel`'s split): the first loop a reduction keeps
-    (none when it folds them all: then calls split only the replicas); no scratch."""
+    """The outer parallel loop (`FusedKernel`'s split, `_outer`); no scratch."""
     loops, _, _, kept, _, _ = access(group)
-    return (loops[0] if kept else 1), 0
+    return _outer(loops, kept), 0
 
 
 def function(name: str, group: Group) -> str:
@@ -120,7 +125,7 @@ def function(name: str, group: Group) -> str:
     call runs. A group ending in a reduction folds its inner loops into an accumulator
     (`iter_args`), stored once per element of the outer ones: a fold is never split."""
     loops, strides, _, kept, out_strides, concat_strides = access(group)
-    outer = split(group)[0]
+    outer = _outer(loops, kept)
     size = int(np.prod(group.shape, dtype=np.int64))
     n_in, n_out = len(group.inputs), len(group.outputs)
     args = [f"%in{i}: !llvm.ptr {{llvm.noalias}}" for i in range(n_in)]
