@@ -7,6 +7,7 @@ import json
 import os
 
 import bert_compile
+import breakdown
 import memory
 import multi_ipu
 import overhead
@@ -77,6 +78,23 @@ def _overhead(o: dict, out: list[str]) -> None:
                           f"{p['share']:.0%}", f"{p['cumulative_us']:.1f}"]
                          for p in o["profile"]],
                         ["function", "calls/call", "own us", "share", "cumulative us"],
+                        tablefmt="github"))
+
+
+def _breakdown(rows: list[dict], out: list[str]) -> None:
+    out.append(f"Where a call's time goes at batch {breakdown.BATCH}, ms a call (mean of "
+               f"{breakdown.CALLS} calls): poptorch by kernel kind (timers on the program's "
+               "kernels; program = its own Python, executor = the rest of the call), eager "
+               "by aten op kind (torch.profiler self CPU time; other = unprofiled time "
+               "less the ops')")
+    table = [[r["model"], r["mode"], f"{sum(r['poptorch'].values()) * 1e3:.2f}",
+              *(f"{r['poptorch'][k] * 1e3:.2f}" for k in breakdown.POPTORCH_KINDS),
+              f"{sum(r['eager'].values()) * 1e3:.2f}",
+              *(f"{r['eager'][k] * 1e3:.2f}" for k in breakdown.EAGER_KINDS)]
+             for r in rows]
+    out.append(tabulate(table, ["model", "mode", "poptorch",
+                                *breakdown.POPTORCH_KINDS, "eager",
+                                *(f"eager {k}" for k in breakdown.EAGER_KINDS)],
                         tablefmt="github"))
 
 
@@ -168,6 +186,8 @@ def tables(results: dict) -> str:
     _speed_sections(results, out)
     if results.get("overhead"):
         _overhead(results["overhead"], out)
+    if results.get("breakdown"):
+        _breakdown(results["breakdown"], out)
     if results.get("multi_ipu"):
         _multi(results["multi_ipu"], out)
     if results.get("compile"):

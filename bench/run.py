@@ -5,6 +5,8 @@ Sections (all by default):
                        eager, torch.compile (inductor) beside them at batch 32
   zoo                  the real-model zoo (zoo.py), inference and training step
   overhead             a one-add model at batch 1, and a host profile of a call
+  breakdown            where a call's time goes at batch 32, poptorch against eager, by
+                       kind of work (products, convolutions, kernels, host)
   multi_ipu            pipelined, sharded and replicated runs against one IPU
   compile              the bench models' compile, cold and with a warm executable cache
   memory               peak RSS against eager's, fresh processes
@@ -25,6 +27,7 @@ import os
 import time
 
 import bert_compile
+import breakdown
 import compile_latency
 import harness
 import matmul
@@ -38,8 +41,8 @@ from models import SPECS
 
 import poptorch
 
-SECTIONS = ("inference", "training", "zoo", "overhead", "multi_ipu", "compile", "memory",
-            "matmul", "bert_compile")
+SECTIONS = ("inference", "training", "zoo", "overhead", "breakdown", "multi_ipu", "compile",
+            "memory", "matmul", "bert_compile")
 # the zoo's large models make few, long calls: fewer blocks of at least 4 calls a side
 ZOO_TIMING = {"least": 4, "rounds": 4}
 MULTI_IPU_ZOO = ("bert",)
@@ -102,6 +105,16 @@ def run(args) -> dict:
         results["overhead"] = o = overhead.measure()
         _log(f"overhead: eager {o['torch_us']:.1f} us, poptorch {o['poptorch_us']:.1f} us")
         save()
+    if "breakdown" in sections:
+        results["breakdown"] = []
+        for train in (False, True):
+            for spec in specs + zoo_specs:
+                row = breakdown.measure(spec, train)
+                results["breakdown"].append(row)
+                _log(f"breakdown {row['mode']} {spec.name}: poptorch "
+                     f"{sum(row['poptorch'].values()) * 1e3:.1f} ms, eager "
+                     f"{sum(row['eager'].values()) * 1e3:.1f} ms")
+                save()
     if "multi_ipu" in sections:
         results["multi_ipu"] = []
         chosen = specs + [zoo.SPECS[n] for n in MULTI_IPU_ZOO if n in args.zoo_models]
