@@ -152,14 +152,18 @@ def _bert(b: dict, out: list[str]) -> None:
     rows = []
     for r in b["rows"]:
         if "error" in r:
-            rows.append([r["mode"], r["layers"], "-", "-", "-", "-", "-", r["error"][:90], "-"])
+            rows.append([r["mode"], r["layers"], "-", "-", "-", "-", "-", "-", r["error"][:90],
+                         "-"])
             continue
         rest = ", ".join(f"{k} {v:.2f}" for k, v in r["phases"].items() if v >= 0.05)
         rows.append([r["mode"], r["layers"], f"{r['construction_s']:.2f}",
-                     f"{r['wrap_to_result_s']:.2f}", f"{r['trace_s']:.2f}",
+                     f"{r['wrap_to_result_s']:.2f}",
+                     f"{r['wrap_to_result_cpu_s']:.2f}" if "wrap_to_result_cpu_s" in r else "-",
+                     f"{r['trace_s']:.2f}",
                      f"{r['compile_s'] - r['trace_s']:.2f}", f"{r['first_call_s']:.2f}",
                      rest, _bert_target(r)])
-    out.append(tabulate(rows, ["mode", "layers", "construction", "wrap to result", "trace",
+    out.append(tabulate(rows, ["mode", "layers", "construction", "wrap to result",
+                               "wrap to result, CPU", "trace",
                                "compile", "first call", "compile phases", "target"],
                         tablefmt="github"))
     growth = "; ".join(f"{mode} {step} layers x{ratio:.2f} of x{depth:g} ({_mark(ratio <= depth)})"
