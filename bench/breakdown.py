@@ -6,13 +6,14 @@ or a compiled kernel `fused_<i>`, named in the program's header) is rebound in t
 program's namespace to a timer, for CALLS calls after WARM. Its kind comes from its op:
 products (matmul), convolutions (convolution kernels and compiled convolution windows),
 compiled kernels (the other `fused_<i>`: elementwise groups, reductions, poolings) and
-NumPy kernels (the rest: data movement, gathers, unfused elementwise, optimizer
-updates). `program` is the generated code's own Python between kernel calls (the
-program's time less its kernels'); `executor` the rest of a call (input checks,
+NumPy kernels (the rest: data movement, gathers, unfused elementwise); the kernels of a
+training step's optimizer programs (the gradients' reduction and the update) are
+`optimizer`. `program` is the generated code's own Python between kernel calls (the
+programs' time less their kernels'); `executor` the rest of a call (input checks,
 micro-batch stacking, the machine model's bookkeeping, outputs back to torch).
 
 eager: torch.profiler's self CPU time of each aten op over the same number of calls,
-in the same kinds by op name (KINDS). The profiler's own cost lands in the op times and
+in the same kinds by op name (EAGER_KINDS). The profiler's own cost lands in the op times and
 `other` is the unprofiled median less the ops' sum (at least 0), so eager's kinds say
 where torch spends its time, not to the microsecond.
 """
@@ -33,7 +34,8 @@ WARM = 2
 BATCH = 32
 PRODUCTS, CONVOLUTIONS, COMPILED, NUMPY = ("products", "convolutions", "compiled kernels",
                                            "NumPy kernels")
-POPTORCH_KINDS = (PRODUCTS, CONVOLUTIONS, COMPILED, NUMPY, "program", "executor")
+OPTIMIZER = "optimizer"
+POPTORCH_KINDS = (PRODUCTS, CONVOLUTIONS, COMPILED, NUMPY, OPTIMIZER, "program", "executor")
 EAGER_KINDS = (PRODUCTS, CONVOLUTIONS, "other ops", "other")
 # aten op names (after "aten::") whose self time is a product; scaled dot-product
 # attention (products and a softmax) and oneDNN's recurrent layer (an LSTM's products
@@ -74,27 +76,41 @@ def _timed(kernel: Callable, kind: str, spent: dict[str, float]) -> Callable:
     return timed
 
 
+def _programs(ipu) -> list[tuple[object, str | None]]:
+    """The programs a call of `ipu` runs, each with the kind of all its kernels (None:
+    by op): the model's, and a trainer's optimizer programs."""
+    # the bench reads its own executor's programs
+    programs = [(ipu._main_program(), None)]  # noqa: SLF001
+    extra = getattr(ipu, "_programs", None)
+    if extra is not None:
+        programs += [(extra.reduce, OPTIMIZER), (extra.step, OPTIMIZER)]
+    return programs
+
+
 def poptorch_kinds(ipu, call: Callable[[], object]) -> dict[str, float]:
     """Seconds a call of `ipu` (called by `call`) spends on each kind of work."""
     for _ in range(WARM):
         call()
-    program = ipu._main_program()  # noqa: SLF001 - the bench reads its own executor
-    run = program.run
-    namespace = run.__globals__
     spent: dict[str, float] = defaultdict(float)
-    saved = {}
-    for name, kind in _kernel_kinds(program.source).items():
-        saved[name] = namespace[name]
-        namespace[name] = _timed(namespace[name], kind, spent)
-    program.run = _timed(run, "program", spent)
+    undo = []
+    for program, kind in _programs(ipu):
+        namespace = program.run.__globals__
+        for name, by_op in _kernel_kinds(program.source).items():
+            undo.append((namespace, name, namespace[name]))
+            namespace[name] = _timed(namespace[name], kind or by_op, spent)
+        undo.append((program, "run", program.run))
+        program.run = _timed(program.run, "program", spent)
     try:
         start = time.perf_counter()
         for _ in range(CALLS):
             call()
         total = time.perf_counter() - start
     finally:
-        program.run = run
-        namespace.update(saved)
+        for owner, name, value in reversed(undo):
+            if isinstance(owner, dict):
+                owner[name] = value
+            else:
+                setattr(owner, name, value)
     kernels = sum(v for k, v in spent.items() if k != "program")
     spent["executor"] = total - spent["program"]
     spent["program"] -= kernels
