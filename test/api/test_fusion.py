@@ -437,6 +437,28 @@ def _step(n: int, h: str, c: str) -> str:
   %q{n} = "ipu.add"(%o{n}, %g{n}3) : ({T}, {T}) -> {T}"""
 
 
+def test_lowered_kernel_functions_prefer_512_bit_vectors():
+    """Every function of a lowered kernel module asks LLVM for the host's widest vectors
+    (LLVM prefers 256 bits on AVX-512 hosts otherwise)."""
+    program, _ = compile_both(f"""
+    func.func @main(%x: {T}, %y: {T}) -> ({T}, {T}) {{
+      %0 = "ipu.tanh"(%x) : ({T}) -> {T}
+      %1 = "ipu.sigmoid"(%y) : ({T}) -> {T}
+      %2 = "ipu.mul"(%0, %1) : ({T}, {T}) -> {T}
+      %3 = "ipu.add"(%2, %y) : ({T}, {T}) -> {T}
+      return %2, %3 : {T}, {T}
+    }}""")
+    with make_context():
+        module = ir.Module.parse(program.kernels)
+        cache.lower(module)
+        functions = [op.operation for op in module.body.operations
+                     if op.operation.name == "llvm.func"]
+        assert functions
+        for function in functions:
+            assert str(function.attributes["passthrough"]) == \
+                '[["prefer-vector-width", "512"]]'
+
+
 def test_ops_read_only_through_slices_are_computed_in_the_kernels_that_read_them():
     """An LSTM's gate sums: the bias add of the whole input projection (%p) and each
     step's add are read only through slices, so each step's kernel computes them where
