@@ -437,6 +437,28 @@ def _step(n: int, h: str, c: str) -> str:
   %q{n} = "ipu.add"(%o{n}, %g{n}3) : ({T}, {T}) -> {T}"""
 
 
+def test_lowered_kernel_functions_prefer_512_bit_vectors():
+    """Every function of a lowered kernel module asks LLVM for the host's widest vectors
+    (LLVM prefers 256 bits on AVX-512 hosts otherwise)."""
+    program, _ = compile_both(f"""
+    func.func @main(%x: {T}, %y: {T}) -> ({T}, {T}) {{
+      %0 = "ipu.tanh"(%x) : ({T}) -> {T}
+      %1 = "ipu.sigmoid"(%y) : ({T}) -> {T}
+      %2 = "ipu.mul"(%0, %1) : ({T}, {T}) -> {T}
+      %3 = "ipu.add"(%2, %y) : ({T}, {T}) -> {T}
+      return %2, %3 : {T}, {T}
+    }}""")
+    with make_context():
+        module = ir.Module.parse(program.kernels)
+        cache.lower(module)
+        functions = [op.operation for op in module.body.operations
+                     if op.operation.name == "llvm.func"]
+        assert functions
+        for function in functions:
+            assert str(function.attributes["passthrough"]) == \
+                '[["prefer-vector-width", "512"]]'
+
+
 def test_ops_read_only_through_slices_are_computed_in_the_kernels_that_read_them():
     """An LSTM's gate sums: the bias add of the whole input projection (%p) and each
     step's add are read only through slices, so each step's kernel computes them where
@@ -467,6 +489,60 @@ def test_ops_read_only_through_slices_are_computed_in_the_kernels_that_read_them
             [(2, 64, 512), (512,), (64, 512), (128, 512), (64, 128)]]
     for fused, reference in zip(program.run(*args), numpy_only.run(*args), strict=True):
         np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=1e-6)
+
+
+def test_a_projection_of_all_steps_rows_is_read_through_its_split_into_steps():
+    """A stacked LSTM's second layer: its input projection is one (steps x batch, 4 x
+    hidden) matrix plus the bias, split into steps by a reshape; each step's kernel
+    computes the bias add at its own run of rows (step 1: 64 rows, 32768 elements, further
+    on), and no NumPy add or reshape is left."""
+    program, numpy_only = compile_both(f"""
+    func.func @main(%proj: tensor<128x512xf32>, %bias: tensor<512xf32>, %h0: {G},
+                    %w: tensor<128x512xf32>, %c: {T}) -> ({T}, {T}) {{
+      %b = "ipu.add"(%proj, %bias) : (tensor<128x512xf32>, tensor<512xf32>)
+           -> tensor<128x512xf32>
+      %p = "ipu.reshape"(%b) : (tensor<128x512xf32>) -> tensor<2x64x512xf32>
+      {_step(0, "%h0", "%c")}
+      %h1 = "ipu.matmul"(%q0, %w) : ({T}, tensor<128x512xf32>) -> {G}
+      {_step(1, "%h1", "%q0")}
+      return %q0, %q1 : {T}, {T}
+    }}""")
+    assert body(program) == [
+        "v5, = fused_0(v2, v0, v1, v4)  # sigmoid tanh mul mul add add",
+        "v6 = ipu_matmul(v5, v3)",
+        "v7, = fused_1(v6, v0, v1, v5)  # sigmoid tanh mul mul add add",
+        "return (v5, v7)"]
+    assert program.kernels.count("func.func") == 1
+    steps = [list(kernel.integers)[5:-2] for kernel in program.run.__globals__["F"]]
+    assert steps == [[0, 0, 0, 128, 128, 128, 256, 256, 256, 0, 384, 384, 384],
+                     [0, 32768, 0, 128, 32896, 128, 256, 33024, 256, 0, 384, 33152, 384]]
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(shape, dtype=np.float32) / 4 for shape in
+            [(128, 512), (512,), (64, 512), (128, 512), (64, 128)]]
+    for fused, reference in zip(program.run(*args), numpy_only.run(*args), strict=True):
+        np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=1e-6)
+
+
+def test_a_split_read_other_than_by_rows_stays_a_numpy_reshape():
+    """A slice of the split that takes two steps at once is not a run of rows the loop
+    of a step's shape can read: the add and the reshape run in NumPy."""
+    program, numpy_only = compile_both("""
+    func.func @main(%proj: tensor<128x512xf32>, %bias: tensor<512xf32>)
+        -> tensor<2x32x512xf32> {
+      %b = "ipu.add"(%proj, %bias) : (tensor<128x512xf32>, tensor<512xf32>)
+           -> tensor<128x512xf32>
+      %p = "ipu.reshape"(%b) : (tensor<128x512xf32>) -> tensor<2x64x512xf32>
+      %s = "ipu.slice"(%p) {starts = array<i64: 0, 0, 0>, ends = array<i64: 2, 32, 512>,
+           steps = array<i64: 1, 1, 1>} : (tensor<2x64x512xf32>) -> tensor<2x32x512xf32>
+      %t = "ipu.tanh"(%s) : (tensor<2x32x512xf32>) -> tensor<2x32x512xf32>
+      %u = "ipu.sigmoid"(%t) : (tensor<2x32x512xf32>) -> tensor<2x32x512xf32>
+      return %u : tensor<2x32x512xf32>
+    }""")
+    assert any("ipu_reshape" in line for line in body(program))
+    rng = np.random.default_rng(4)
+    args = [rng.standard_normal(shape, dtype=np.float32) for shape in [(128, 512), (512,)]]
+    np.testing.assert_allclose(program.run(*args)[0], numpy_only.run(*args)[0],
+                               rtol=1e-6, atol=1e-7)
 
 
 def test_an_op_read_through_overlapping_slices_is_computed_once():

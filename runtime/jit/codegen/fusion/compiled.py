@@ -1,5 +1,5 @@
 """Compiled kernels: the kernel module of a program's groups lowered by MLIR's passes
-(`cache.LOWERING`) and compiled by MLIR's ExecutionEngine, or loaded from the shared
+(`cache.lower`) and compiled by MLIR's ExecutionEngine, or loaded from the shared
 object an earlier process kept (`cache`), and each group's function called on NumPy
 arrays through a `FusedKernel`, which gives every operand its leading (replica) axes.
 """
@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import cffi
 import numpy as np
 import torch
-from torch_mlir import execution_engine, ir, passmanager
+from torch_mlir import execution_engine, ir
 
 from poptorch.errors import Error
 from poptorch.runtime.jit.codegen.fusion.cache import (
-    LOWERING,
     current_directory,
     library_path,
+    lower,
     write_index,
 )
 from poptorch.runtime.jit.codegen.fusion.emitters import EMITTERS, kernel_module
@@ -283,7 +283,7 @@ def compile_kernels(groups: list[Group], context: ir.Context, key: str | None = 
     if kernels is None:
         with context:
             module = ir.Module.parse(text)
-            passmanager.PassManager.parse(LOWERING).run(module.operation)
+            lower(module)
             engine = execution_engine.ExecutionEngine(module, opt_level=3)
         addresses = [engine.raw_lookup(f"fused_{i}") for i in range(max(numbers) + 1)]
         if path:

@@ -13,7 +13,9 @@ with unit steps is read in place (an LSTM cell's four gates are slices of one te
 a splat constant becomes a literal, and a fusible op read only through such ops is
 computed where it is read, at most once per element (an LSTM's gate sums: the input
 projection's bias add, read a step at a time, and each step's add, read a gate at a
-time).
+time). A reshape that splits rows into leading dims is read through when every reader
+slices one row of them but the last (a stacked LSTM's second layer projects all steps'
+outputs as one matrix, then views it by step).
 
 A sum, max or min (`scalar_ir.REDUCTIONS`) over dims that include the last one ends the
 group of its operand (softmax's row max, layer norm's row sums).
@@ -48,6 +50,7 @@ from poptorch.runtime.jit.codegen.fusion.group import (
     broadcastable,
     core,
     element_type,
+    row_strides,
     splat,
 )
 from poptorch.runtime.jit.codegen.scalar_ir import COMPOSITE, EMITTERS, REDUCTIONS
@@ -110,6 +113,13 @@ def _through(op: ir.Operation, offset: tuple[int, ...], view: tuple[int, ...],
     if op_class(op) is SliceOp:
         source, starts = facts[op]
         return [(source, tuple(o + x for o, x in zip(offset, starts, strict=True)), view)]
+    lead = _leading(op)
+    if lead is not None:  # a run of rows (`_split_rows`: one row of each leading dim but
+        # the last, read through a slice)
+        assert len(offset) == len(op.results[0].type.shape), (op, offset)
+        rows = tuple(op.results[0].type.shape[:lead])
+        first = sum(o * s for o, s in zip(offset[:lead], row_strides(rows), strict=True))
+        return [(op.operands[0], (first,) + offset[lead:], (view[lead - 1],) + view[lead:])]
     reads = []
     for value, shape in facts[op]:
         extra = len(offset) - len(shape)
@@ -146,6 +156,41 @@ def _worth(group: Group, repeats: Counter) -> bool:
         or bool(computing and op_class(computing[0]) in COMPOSITE)
 
 
+def _leading(op: ir.Operation) -> int | None:
+    """How many leading dims a reshape splits its operand's first dim into, keeping the
+    rest ((2560, 96) -> (10, 256, 96): 2), when it does so into at least 2 dims that are
+    not all but one of size 1 (those a fusible reshape adds), else None."""
+    if op_class(op) is not ReshapeOp:
+        return None
+    source, result = tuple(op.operands[0].type.shape), tuple(op.results[0].type.shape)
+    lead = len(result) - len(source) + 1
+    if not source or lead < 2 or core(source) == core(result) or result[lead:] != source[1:] \
+            or int(np.prod(result[:lead], dtype=np.int64)) != source[0] \
+            or element_type(op.operands[0].type) != element_type(op.results[0].type):
+        return None
+    return lead
+
+
+def _split_rows(op: ir.Operation, readers: list[ir.Operation],
+                candidates: set[ir.Operation]) -> bool:
+    """Whether `op` is a reshape splitting its operand's rows (`_leading`) that only
+    candidate slices read, each one row of its leading dims but the last: each slice is
+    then a run of the operand's rows (a stacked LSTM's second layer: its input
+    projection's bias add, a (steps x batch, 4 x hidden) matrix viewed by step, is
+    computed where each step's kernel reads it, `_through`)."""
+    lead = _leading(op)
+    if lead is None:
+        return False
+    for reader in readers:
+        if reader not in candidates or op_class(reader) is not SliceOp:
+            return False
+        starts, ends = (tuple(int(x) for x in reader.attributes[n]) for n in ("starts",
+                                                                               "ends"))
+        if any(e - s != 1 for s, e in zip(starts[:lead - 1], ends[:lead - 1], strict=True)):
+            return False
+    return True
+
+
 def _inline_candidates(block: ir.Block, reserved: set[ir.Operation],
                        fusible: dict[ir.Operation, bool]) -> set[ir.Operation]:
     """Ops that may be computed inside the kernels that read them rather than on their
@@ -167,6 +212,8 @@ def _inline_candidates(block: ir.Block, reserved: set[ir.Operation],
         elif op_class(op) is SliceOp:
             ok = all(int(x) == 1 for x in op.attributes["steps"]) and all(ours) \
                 and element_type(op.operands[0].type) is not None
+        elif _split_rows(op, readers, candidates):
+            ok = True
         elif not fusible[op] or (op_class(op) is not ReshapeOp and not all(
                 broadcastable(tuple(v.type.shape), tuple(op.results[0].type.shape))
                 for v in op.operands)):
