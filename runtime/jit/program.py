@@ -20,7 +20,7 @@ import numpy as np
 from torch_mlir import ir
 
 from poptorch.dialects import op_class
-from poptorch.dialects.data_movement import ConcatOp, PermuteOp
+from poptorch.dialects.data_movement import ConcatOp, PermuteOp, ReshapeOp
 from poptorch.dialects.elementwise import BINARY_OPS
 from poptorch.dialects.linear import MatMulOp
 from poptorch.dialects.placement import symbol_table
@@ -78,6 +78,7 @@ class _Codegen:
         self.found: list[list[dict]] = []  # each function's groups, as `groups_data`
         self.locate: Callable[[ir.Location], str] | None = None  # fp_check's, when on
         self.sum_on_return: frozenset[int] = frozenset()  # summed results never fused
+        self.merged: dict[ir.Operation, ir.Operation] = {}  # permute -> reshape it reads
 
     def literal(self, value: Any) -> str:
         if value is None or isinstance(value, bool | int | float | str | slice):
@@ -130,6 +131,10 @@ class _Codegen:
                 self.position[group.concat.owner.operation] = ends[group.last]
                 skipped.add(group.concat.owner.operation)
         self.contiguous = self.shared_views(groups, block)
+        self.merged = self.reshape_permutes(block, skipped)
+        for permute, reshape in self.merged.items():  # the reshape runs with its permute
+            self.position[reshape] = self.position[permute]
+            skipped.add(reshape)
         params = ", ".join(value_name(a) for a in block.arguments)
         self.lines.append(f"def {name}({params}):")
         for op in block.operations:
@@ -219,6 +224,26 @@ class _Codegen:
                     readers[owner.operation] = readers.get(owner.operation, 0) + 1
         return {op for op, n in readers.items() if n > 1} | {
             op for op, n in products.items() if n >= SHARED_WEIGHT_ROWS}
+
+    def reshape_permutes(self, block: ir.Block, skipped: set[ir.Operation]
+                         ) -> dict[ir.Operation, ir.Operation]:
+        """Permutes of a reshape that nothing else reads, each mapped to that reshape: the
+        pair is one `reshape_permute` call, which copies (when the reshape must) in the
+        permute's order, the layout the result is read in."""
+        merged = {}
+        for op in block.operations:
+            op = op.operation
+            if op_class(op) is not PermuteOp or op in skipped or op in self.summing:
+                continue
+            source = op.operands[0].owner
+            if isinstance(source, ir.Block) or op_class(source) is not ReshapeOp:
+                continue
+            source = source.operation
+            if source.block == block and source not in skipped \
+                    and source not in self.summing and source not in self.contiguous \
+                    and len(list(source.results[0].uses)) == 1:
+                merged[op] = source
+        return merged
 
     def fused_call(self, number: int, value_name) -> str:
         group = self.groups[number]
@@ -321,6 +346,11 @@ class _Codegen:
                 static = {"reduction": self.fused[op.operation],
                           "rank": op.results[0].type.rank, "replicas": self.replicas,
                           **static}
+            if op.operation in self.merged:
+                reshape = self.merged[op.operation].opview
+                args = [value_name(v) for v in self.operands(reshape)]
+                name, called = "reshape_permute", HELPERS["reshape_permute"]
+                static = {**kernel_of(reshape).static(reshape), **static}
             pyname = self.use(name, called)
             kwargs = [f"{key}={self.literal(v)}" for key, v in static.items()]
             stochastic = "ipu.stochastic_rounding" in op.attributes
