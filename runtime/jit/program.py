@@ -20,7 +20,7 @@ import numpy as np
 from torch_mlir import ir
 
 from poptorch.dialects import op_class
-from poptorch.dialects.data_movement import ConcatOp, PermuteOp, ReshapeOp
+from poptorch.dialects.data_movement import ConcatOp, PermuteOp
 from poptorch.dialects.elementwise import BINARY_OPS
 from poptorch.dialects.linear import MatMulOp
 from poptorch.dialects.placement import symbol_table
@@ -35,6 +35,7 @@ from poptorch.runtime.jit.control_flow import REGION_OPS, control_statement, nes
 from poptorch.runtime.jit.heap import keep_freed_memory
 from poptorch.runtime.jit.host_module import host_module, needs_host_module, stage_results
 from poptorch.runtime.jit.kernels import HELPERS, Kernel, kernel_of
+from poptorch.runtime.jit.layouts import reshape_permutes, unmerged_products
 
 # module attributes of ipu-precision that need every op run on its own
 _UNFUSED = ("ipu.floating_point_exceptions", "ipu.stochastic_rounding")
@@ -79,6 +80,7 @@ class _Codegen:
         self.locate: Callable[[ir.Location], str] | None = None  # fp_check's, when on
         self.sum_on_return: frozenset[int] = frozenset()  # summed results never fused
         self.merged: dict[ir.Operation, ir.Operation] = {}  # permute -> reshape it reads
+        self.unmerged: dict[ir.Operation, tuple] = {}  # matmul -> operands to take instead
 
     def literal(self, value: Any) -> str:
         if value is None or isinstance(value, bool | int | float | str | slice):
@@ -131,10 +133,18 @@ class _Codegen:
                 self.position[group.concat.owner.operation] = ends[group.last]
                 skipped.add(group.concat.owner.operation)
         self.contiguous = self.shared_views(groups, block)
-        self.merged = self.reshape_permutes(block, skipped)
+        excluded = skipped | self.summing | set(self.fused)
+        self.merged = reshape_permutes(block, excluded, self.contiguous)
+        self.unmerged = unmerged_products(
+            block, excluded | self.contiguous | set(self.merged.values()))
         for permute, reshape in self.merged.items():  # the reshape runs with its permute
             self.position[reshape] = self.position[permute]
             skipped.add(reshape)
+        for product, operands in self.unmerged.items():  # reshapes it no longer reads
+            for value, source in zip(product.operands, operands, strict=True):
+                if value != source:
+                    self.position[value.owner.operation] = self.position[product]
+                    skipped.add(value.owner.operation)
         params = ", ".join(value_name(a) for a in block.arguments)
         self.lines.append(f"def {name}({params}):")
         for op in block.operations:
@@ -225,26 +235,6 @@ class _Codegen:
         return {op for op, n in readers.items() if n > 1} | {
             op for op, n in products.items() if n >= SHARED_WEIGHT_ROWS}
 
-    def reshape_permutes(self, block: ir.Block, skipped: set[ir.Operation]
-                         ) -> dict[ir.Operation, ir.Operation]:
-        """Permutes of a reshape that nothing else reads, each mapped to that reshape: the
-        pair is one `reshape_permute` call, which copies (when the reshape must) in the
-        permute's order, the layout the result is read in."""
-        merged = {}
-        for op in block.operations:
-            op = op.operation
-            if op_class(op) is not PermuteOp or op in skipped or op in self.summing:
-                continue
-            source = op.operands[0].owner
-            if isinstance(source, ir.Block) or op_class(source) is not ReshapeOp:
-                continue
-            source = source.operation
-            if source.block == block and source not in skipped \
-                    and source not in self.summing and source not in self.contiguous \
-                    and len(list(source.results[0].uses)) == 1:
-                merged[op] = source
-        return merged
-
     def fused_call(self, number: int, value_name) -> str:
         group = self.groups[number]
         args = ", ".join(value_name(value) for value in group.inputs)
@@ -323,7 +313,13 @@ class _Codegen:
         name = op.operation.name
         if name in REGION_OPS:
             return control_statement(op, self.statement, value_name)
-        args = [value_name(v) for v in self.operands(op)]
+        if op.operation in self.merged:  # the reshape's operand
+            operands = self.operands(self.merged[op.operation].opview)
+        elif op.operation in self.unmerged:
+            operands = list(self.unmerged[op.operation])
+        else:
+            operands = self.operands(op)
+        args = [value_name(v) for v in operands]
         if name == "func.return":
             for index, reduction in self.wrapped.items():
                 kernel = self.use("replica_sum", HELPERS["replica_sum"])
@@ -348,7 +344,6 @@ class _Codegen:
                           **static}
             if op.operation in self.merged:
                 reshape = self.merged[op.operation].opview
-                args = [value_name(v) for v in self.operands(reshape)]
                 name, called = "reshape_permute", HELPERS["reshape_permute"]
                 static = {**kernel_of(reshape).static(reshape), **static}
             pyname = self.use(name, called)
@@ -369,6 +364,11 @@ class _Codegen:
             return call
         if op.operation in self.contiguous:
             call = f"np.ascontiguousarray({call})"
+        if op.operation in self.unmerged:  # the product of the unmerged batch dims
+            rank = self.unmerged[op.operation][0].type.rank
+            shape = self.literal(tuple(op.results[0].type.shape))
+            call = f"{self.use('ipu.reshape', kernel_of('ipu.reshape'))}({call}, " \
+                f"rank={rank}, shape={shape})"
         if name == "func.call" and len(results) == 1:
             return f"{results[0]}, = {call}"
         return f"{', '.join(results)} = {call}"

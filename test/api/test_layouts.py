@@ -1,12 +1,15 @@
 """The layouts the JIT gives products' operands: a reshape that only a permute reads runs
 with it (`reshape_permute`), copying, when it must, in the permute's order, so that an
-attention's heads reach their batched products as dense matrices."""
+attention's heads reach their batched products as dense matrices; a product of reshapes
+that merge batch dims takes the unmerged operands; rows out of C order are multiplied
+where they lie."""
 
 import numpy as np
 from torch_mlir import ir
 
 from poptorch.dialects import make_context
 from poptorch.runtime.jit.kernels.data_movement import _refinement, permute, reshape_permute
+from poptorch.runtime.jit.kernels.linear import matmul
 from poptorch.runtime.jit.program import compile_module
 
 # a sequence-first projection (s=8, b=2, h*d=3*4) split into heads: (b*h, s, d)
@@ -30,11 +33,11 @@ def test_a_reshape_only_a_permute_reads_runs_with_it():
         program = compile_module(ir.Module.parse(HEADS), fuse=False)
     body = [line.strip() for line in program.source.splitlines() if " = " in line][-5:]
     assert body == [
-        "v2 = reshape_permute(v0, rank=3, shape=(8, 6, 4), dims=(1, 0, 2))",
-        "v3 = ipu_reshape(v0, rank=3, shape=(8, 6, 4))",
-        "v4 = ipu_permute(v3, dims=(1, 0, 2))",
-        "v5 = ipu_exp(v3)",
-        "v6 = ipu_add(v2, v4)",
+        "v1 = reshape_permute(v0, rank=3, shape=(8, 6, 4), dims=(1, 0, 2))",
+        "v2 = ipu_reshape(v0, rank=3, shape=(8, 6, 4))",
+        "v3 = ipu_permute(v2, dims=(1, 0, 2))",
+        "v4 = ipu_exp(v2)",
+        "v5 = ipu_add(v1, v3)",
     ]
     x = np.random.default_rng(0).standard_normal((8, 2, 12), dtype=np.float32)
     heads = x.reshape(8, 6, 4).transpose(1, 0, 2)
@@ -65,3 +68,45 @@ def test_refinement_splits_both_shapes_to_one():
     assert _refinement((1, 16, 4), (1, 64)) == (1, 16, 4)
     assert _refinement((6, 4), (4, 6)) is None  # 6 and 4 are merged on both sides
     assert _refinement((0, 4), (4, 0)) is None
+
+
+# attention's scores over (b=2, h=3) heads, read as (b*h, s, d) through reshapes
+SCORES = """
+func.func @main(%q: tensor<2x3x8x4xf32>, %k: tensor<2x3x4x8xf32>) -> tensor<2x3x8x8xf32> {
+  %0 = "ipu.reshape"(%q) : (tensor<2x3x8x4xf32>) -> tensor<6x8x4xf32>
+  %1 = "ipu.reshape"(%k) : (tensor<2x3x4x8xf32>) -> tensor<6x4x8xf32>
+  %2 = "ipu.matmul"(%0, %1) : (tensor<6x8x4xf32>, tensor<6x4x8xf32>) -> tensor<6x8x8xf32>
+  %3 = "ipu.reshape"(%2) : (tensor<6x8x8xf32>) -> tensor<2x3x8x8xf32>
+  return %3 : tensor<2x3x8x8xf32>
+}
+"""
+
+
+def test_a_product_of_reshaped_heads_multiplies_the_heads_as_they_are():
+    """The reshapes merging (b, h) would copy strided heads; the product takes the
+    4-d operands and its fresh result is reshaped instead."""
+    with make_context(), ir.Location.unknown():
+        program = compile_module(ir.Module.parse(SCORES), fuse=False)
+    body = [line.strip() for line in program.source.splitlines()
+            if line.startswith("    v")]
+    assert body == [
+        "v2 = ipu_reshape(ipu_matmul(v0, v1), rank=4, shape=(6, 8, 8))",
+        "v3 = ipu_reshape(v2, rank=3, shape=(2, 3, 8, 8))",
+    ]
+    rng = np.random.default_rng(3)
+    qkv = rng.standard_normal((2, 8, 3, 3, 4), dtype=np.float32)  # a projection's heads
+    q, k = qkv[:, :, 0].transpose(0, 2, 1, 3), qkv[:, :, 1].transpose(0, 2, 3, 1)
+    scores, = program.run(q, k)
+    np.testing.assert_array_equal(scores, np.matmul(q, k))
+
+
+def test_rows_out_of_order_are_multiplied_where_they_lie():
+    """A sequence-first view of a batch-first input times a weight: one gemm over the
+    rows in memory order, the result permuted back, equal to the product of a copy."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 4, 6, 8), dtype=np.float32).transpose(0, 2, 1, 3)
+    w = rng.standard_normal((8, 5), dtype=np.float32)
+    out = matmul(x, np.broadcast_to(w, (6, 8, 5)), ranks=(4, 3), out_rank=4)
+    assert out.shape == (1, 6, 4, 5) and not np.shares_memory(out, x)
+    np.testing.assert_array_equal(
+        out, (np.ascontiguousarray(x).reshape(-1, 8) @ w).reshape(1, 6, 4, 5))
