@@ -110,3 +110,13 @@ def test_rows_out_of_order_are_multiplied_where_they_lie():
     assert out.shape == (1, 6, 4, 5) and not np.shares_memory(out, x)
     np.testing.assert_array_equal(
         out, (np.ascontiguousarray(x).reshape(-1, 8) @ w).reshape(1, 6, 4, 5))
+
+
+def test_a_copy_moving_the_last_dim_is_made_in_c_order():
+    """A weight gradient's transposed rows: copying in the permute's order would
+    transpose element by element; the C-order copy's transpose is returned instead."""
+    grads = np.random.default_rng(5).standard_normal((3, 4, 1, 6), dtype=np.float32)
+    rows = grads.transpose(2, 1, 0, 3)  # (1, 4, 3, 6), not mergeable in place
+    out = reshape_permute(rows, 4, (4, 18), (1, 0))
+    assert out.flags.f_contiguous and not out.flags.c_contiguous
+    np.testing.assert_array_equal(out, rows.reshape(4, 18).T)
