@@ -120,3 +120,13 @@ def test_a_copy_moving_the_last_dim_is_made_in_c_order():
     out = reshape_permute(rows, 4, (4, 18), (1, 0))
     assert out.flags.f_contiguous and not out.flags.c_contiguous
     np.testing.assert_array_equal(out, rows.reshape(4, 18).T)
+
+
+def test_matrices_without_a_unit_stride_are_copied_for_blas():
+    """Heads whose matrices have no unit stride are multiplied as a C-contiguous copy
+    (NumPy's matmul would multiply them element by element), with the copy's result."""
+    rng = np.random.default_rng(6)
+    heads = rng.standard_normal((2, 8, 4, 8), dtype=np.float32).transpose(0, 3, 1, 2)
+    other = rng.standard_normal((2, 8, 4, 3), dtype=np.float32)
+    out = matmul(heads, other)
+    np.testing.assert_array_equal(out, np.matmul(np.ascontiguousarray(heads), other))

@@ -53,8 +53,18 @@ def _product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     of a small micro-batch made NumPy loop over small gemms)."""
     matrix = _shared_matrix(rhs) if lhs.ndim > 2 else None
     if matrix is None or np.broadcast_shapes(lhs.shape[:-2], rhs.shape[:-2]) != lhs.shape[:-2]:
-        return np.matmul(lhs, rhs)
+        return np.matmul(_blas_matrices(lhs), _blas_matrices(rhs))
     return _rows_times(lhs, matrix)
+
+
+def _blas_matrices(x: np.ndarray) -> np.ndarray:
+    """`x`, or a C-contiguous copy when its matrices (last two dims) have no unit stride:
+    NumPy's matmul multiplies such matrices without BLAS, element by element (a batched
+    operand whose head dims were permuted in memory, unmerged by `layouts`)."""
+    if x.ndim < 2 or x.itemsize in (abs(x.strides[-1]), abs(x.strides[-2])) \
+            or x.shape[-1] == 1 or x.shape[-2] == 1:
+        return x
+    return np.ascontiguousarray(x)
 
 
 # Half partials (Precision.setPartialsType(torch.half)): the running sum over K is an
