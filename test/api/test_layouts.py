@@ -2,7 +2,7 @@
 with it (`reshape_permute`), copying, when it must, in the permute's order, so that an
 attention's heads reach their batched products as dense matrices; a product of reshapes
 that merge batch dims takes the unmerged operands; rows out of C order are multiplied
-where they lie."""
+where they lie; a broadcast that fused kernels read is read in place."""
 
 import numpy as np
 from torch_mlir import ir
@@ -130,3 +130,30 @@ def test_matrices_without_a_unit_stride_are_copied_for_blas():
     other = rng.standard_normal((2, 8, 4, 3), dtype=np.float32)
     out = matmul(heads, other)
     np.testing.assert_array_equal(out, np.matmul(np.ascontiguousarray(heads), other))
+
+
+# the backward of a fused QKV projection: each part's gradient broadcast over the three
+BROADCAST = """
+func.func @main(%g: tensor<64x128xf32>, %h: tensor<3x64x128xf32>) -> tensor<3x64x128xf32> {
+  %0 = "ipu.broadcast"(%g) : (tensor<64x128xf32>) -> tensor<3x64x128xf32>
+  %1 = "ipu.mul"(%0, %h) : (tensor<3x64x128xf32>, tensor<3x64x128xf32>)
+       -> tensor<3x64x128xf32>
+  %2 = "ipu.add"(%1, %0) : (tensor<3x64x128xf32>, tensor<3x64x128xf32>)
+       -> tensor<3x64x128xf32>
+  return %2 : tensor<3x64x128xf32>
+}
+"""
+
+
+def test_a_broadcast_read_by_a_fused_kernel_is_read_in_place():
+    """The kernel reads %g with stride 0 along the broadcast dim: no broadcast call,
+    no contiguous copy of it; the values are the NumPy calls' bit for bit."""
+    with make_context(), ir.Location.unknown():
+        fused = compile_module(ir.Module.parse(BROADCAST))
+        numpy_only = compile_module(ir.Module.parse(BROADCAST), fuse=False)
+    body = [line.strip() for line in fused.source.splitlines() if line.startswith("    ")]
+    assert body == ["v2, = fused_0(v0, v1)  # mul add", "return (v2,)"]
+    rng = np.random.default_rng(7)
+    g = rng.standard_normal((64, 128), dtype=np.float32)
+    h = rng.standard_normal((3, 64, 128), dtype=np.float32)
+    np.testing.assert_array_equal(fused.run(g, h)[0], numpy_only.run(g, h)[0])
