@@ -3,6 +3,9 @@ when one is needed, is made in the layout its reader takes, or not made at all.
 
 - `reshape_permutes`: a reshape that only a permute reads runs with it
   (`reshape_permute`), copying, when it must, in the permute's order.
+- `shared_reshapes`: reshapes of one value after the first reshape the first's result
+  (a copying reshape is then made once: a training step's QKV gradient, reshaped to
+  (s, b, 3e) for the bias gradient and to (s*b, 3e) for the weight's, was copied twice).
 - `unmerged_products`: a batched matmul whose operands are reshapes merging or splitting
   only batch dims multiplies the reshapes' operands instead, and reshapes its fresh
   result: attention's heads `(b, h, s, d) -> (b*h, s, d)` are a copy when the heads are
@@ -76,3 +79,23 @@ def unmerged_products(block: ir.Block, excluded: set[ir.Operation]
                 and lhs.type.shape[:-2] == rhs.type.shape[:-2]:
             unmerged[op] = (lhs, rhs)
     return unmerged
+
+
+def shared_reshapes(block: ir.Block, excluded: set[ir.Operation],
+                    unnamed: set[ir.Operation]) -> dict[ir.Operation, ir.Value]:
+    """Reshapes of a value that an earlier reshape of this block also reads, each mapped
+    to that reshape's result, which they reshape instead: the same elements in the same
+    order. `excluded`: reshapes left as they are (summed over replicas); `unnamed`:
+    reshapes whose result has no array of its own (fused, or run with their reader)."""
+    first: dict[ir.Value, ir.Value] = {}
+    shared = {}
+    for op in block.operations:
+        op = op.operation
+        if op_class(op) is not ReshapeOp or op in excluded:
+            continue
+        source = op.operands[0]
+        if source in first:
+            shared[op] = first[source]
+        elif op not in unnamed:
+            first[source] = op.results[0]
+    return shared

@@ -35,7 +35,7 @@ from poptorch.runtime.jit.control_flow import REGION_OPS, control_statement, nes
 from poptorch.runtime.jit.heap import keep_freed_memory
 from poptorch.runtime.jit.host_module import host_module, needs_host_module, stage_results
 from poptorch.runtime.jit.kernels import HELPERS, Kernel, kernel_of
-from poptorch.runtime.jit.layouts import reshape_permutes, unmerged_products
+from poptorch.runtime.jit.layouts import reshape_permutes, shared_reshapes, unmerged_products
 
 # module attributes of ipu-precision that need every op run on its own
 _UNFUSED = ("ipu.floating_point_exceptions", "ipu.stochastic_rounding")
@@ -81,6 +81,7 @@ class _Codegen:
         self.sum_on_return: frozenset[int] = frozenset()  # summed results never fused
         self.merged: dict[ir.Operation, ir.Operation] = {}  # permute -> reshape it reads
         self.unmerged: dict[ir.Operation, tuple] = {}  # matmul -> operands to take instead
+        self.reshaped: dict[ir.Operation, ir.Value] = {}  # reshape -> the reshape it reads
 
     def literal(self, value: Any) -> str:
         if value is None or isinstance(value, bool | int | float | str | slice):
@@ -145,6 +146,8 @@ class _Codegen:
                 if value != source:
                     self.position[value.owner.operation] = self.position[product]
                     skipped.add(value.owner.operation)
+        self.reshaped = shared_reshapes(block, self.summing | set(self.links),
+                                        skipped | set(self.merged.values()))
         params = ", ".join(value_name(a) for a in block.arguments)
         self.lines.append(f"def {name}({params}):")
         for op in block.operations:
@@ -314,7 +317,11 @@ class _Codegen:
         if name in REGION_OPS:
             return control_statement(op, self.statement, value_name)
         if op.operation in self.merged:  # the reshape's operand
-            operands = self.operands(self.merged[op.operation].opview)
+            reshape = self.merged[op.operation]
+            operands = [self.reshaped[reshape]] if reshape in self.reshaped \
+                else self.operands(reshape.opview)
+        elif op.operation in self.reshaped:
+            operands = [self.reshaped[op.operation]]
         elif op.operation in self.unmerged:
             operands = list(self.unmerged[op.operation])
         else:
@@ -346,6 +353,10 @@ class _Codegen:
                 reshape = self.merged[op.operation].opview
                 name, called = "reshape_permute", HELPERS["reshape_permute"]
                 static = {**kernel_of(reshape).static(reshape), **static}
+                if reshape.operation in self.reshaped:
+                    static["rank"] = self.reshaped[reshape.operation].type.rank
+            elif op.operation in self.reshaped:
+                static["rank"] = self.reshaped[op.operation].type.rank
             pyname = self.use(name, called)
             kwargs = [f"{key}={self.literal(v)}" for key, v in static.items()]
             stochastic = "ipu.stochastic_rounding" in op.attributes

@@ -2,7 +2,8 @@
 with it (`reshape_permute`), copying, when it must, in the permute's order, so that an
 attention's heads reach their batched products as dense matrices; a product of reshapes
 that merge batch dims takes the unmerged operands; rows out of C order are multiplied
-where they lie; a broadcast that fused kernels read is read in place."""
+where they lie; a broadcast that fused kernels read is read in place; a second reshape
+of a value reshapes the first."""
 
 import numpy as np
 from torch_mlir import ir
@@ -157,3 +158,40 @@ def test_a_broadcast_read_by_a_fused_kernel_is_read_in_place():
     g = rng.standard_normal((64, 128), dtype=np.float32)
     h = rng.standard_normal((3, 64, 128), dtype=np.float32)
     np.testing.assert_array_equal(fused.run(g, h)[0], numpy_only.run(g, h)[0])
+
+
+# a QKV gradient reshaped for the bias gradient and, transposed, for the weight's
+TWICE = """
+func.func @main(%g: tensor<4x2x3x8xf32>, %x: tensor<8x5xf32>)
+    -> (tensor<24xf32>, tensor<24x5xf32>) {
+  %0 = "ipu.permute"(%g) {dims = array<i64: 1, 0, 2, 3>} : (tensor<4x2x3x8xf32>)
+       -> tensor<2x4x3x8xf32>
+  %1 = "ipu.reshape"(%0) : (tensor<2x4x3x8xf32>) -> tensor<2x4x24xf32>
+  %2 = "ipu.reduce"(%1) {kind = "sum", dims = array<i64: 0, 1>, keepdim = false}
+       : (tensor<2x4x24xf32>) -> tensor<24xf32>
+  %3 = "ipu.reshape"(%0) : (tensor<2x4x3x8xf32>) -> tensor<8x24xf32>
+  %4 = "ipu.permute"(%3) {dims = array<i64: 1, 0>} : (tensor<8x24xf32>) -> tensor<24x8xf32>
+  %5 = "ipu.matmul"(%4, %x) : (tensor<24x8xf32>, tensor<8x5xf32>) -> tensor<24x5xf32>
+  return %2, %5 : tensor<24xf32>, tensor<24x5xf32>
+}
+"""
+
+
+def test_a_second_reshape_of_a_value_reshapes_the_first():
+    """%3 reads %1's array (a copy already made) rather than copying %0 again."""
+    with make_context(), ir.Location.unknown():
+        program = compile_module(ir.Module.parse(TWICE), fuse=False)
+    body = [line.strip() for line in program.source.splitlines() if line.startswith("    v")]
+    assert body[1:] == [
+        "v3 = ipu_reshape(v2, rank=4, shape=(2, 4, 24))",
+        "v4 = ipu_reduce(v3, kind='sum', axes=(-3, -2), keepdim=False)",
+        "v5 = reshape_permute(v3, rank=3, shape=(8, 24), dims=(1, 0))",
+        "v6 = ipu_matmul(v5, v1)",
+    ]
+    rng = np.random.default_rng(8)
+    g = rng.standard_normal((4, 2, 3, 8), dtype=np.float32)
+    x = rng.standard_normal((8, 5), dtype=np.float32)
+    rows = g.transpose(1, 0, 2, 3).reshape(8, 24)
+    bias, weight = program.run(g, x)
+    np.testing.assert_allclose(bias, rows.reshape(2, 4, 24).sum((0, 1)), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(weight, rows.T @ x, rtol=1e-6)
