@@ -35,6 +35,7 @@ from poptorch.runtime.jit.control_flow import REGION_OPS, control_statement, nes
 from poptorch.runtime.jit.heap import keep_freed_memory
 from poptorch.runtime.jit.host_module import host_module, needs_host_module, stage_results
 from poptorch.runtime.jit.kernels import HELPERS, Kernel, kernel_of
+from poptorch.runtime.jit.layouts import reshape_permutes, shared_reshapes, unmerged_products
 
 # module attributes of ipu-precision that need every op run on its own
 _UNFUSED = ("ipu.floating_point_exceptions", "ipu.stochastic_rounding")
@@ -78,6 +79,9 @@ class _Codegen:
         self.found: list[list[dict]] = []  # each function's groups, as `groups_data`
         self.locate: Callable[[ir.Location], str] | None = None  # fp_check's, when on
         self.sum_on_return: frozenset[int] = frozenset()  # summed results never fused
+        self.merged: dict[ir.Operation, ir.Operation] = {}  # permute -> reshape it reads
+        self.unmerged: dict[ir.Operation, tuple] = {}  # matmul -> operands to take instead
+        self.reshaped: dict[ir.Operation, ir.Value] = {}  # reshape -> the reshape it reads
 
     def literal(self, value: Any) -> str:
         if value is None or isinstance(value, bool | int | float | str | slice):
@@ -130,6 +134,20 @@ class _Codegen:
                 self.position[group.concat.owner.operation] = ends[group.last]
                 skipped.add(group.concat.owner.operation)
         self.contiguous = self.shared_views(groups, block)
+        excluded = skipped | self.summing | set(self.fused)
+        self.merged = reshape_permutes(block, excluded, self.contiguous)
+        self.unmerged = unmerged_products(
+            block, excluded | self.contiguous | set(self.merged.values()))
+        for permute, reshape in self.merged.items():  # the reshape runs with its permute
+            self.position[reshape] = self.position[permute]
+            skipped.add(reshape)
+        for product, operands in self.unmerged.items():  # reshapes it no longer reads
+            for value, source in zip(product.operands, operands, strict=True):
+                if value != source:
+                    self.position[value.owner.operation] = self.position[product]
+                    skipped.add(value.owner.operation)
+        self.reshaped = shared_reshapes(block, self.summing | set(self.links),
+                                        skipped | set(self.merged.values()))
         params = ", ".join(value_name(a) for a in block.arguments)
         self.lines.append(f"def {name}({params}):")
         for op in block.operations:
@@ -298,7 +316,17 @@ class _Codegen:
         name = op.operation.name
         if name in REGION_OPS:
             return control_statement(op, self.statement, value_name)
-        args = [value_name(v) for v in self.operands(op)]
+        if op.operation in self.merged:  # the reshape's operand
+            reshape = self.merged[op.operation]
+            operands = [self.reshaped[reshape]] if reshape in self.reshaped \
+                else self.operands(reshape.opview)
+        elif op.operation in self.reshaped:
+            operands = [self.reshaped[op.operation]]
+        elif op.operation in self.unmerged:
+            operands = list(self.unmerged[op.operation])
+        else:
+            operands = self.operands(op)
+        args = [value_name(v) for v in operands]
         if name == "func.return":
             for index, reduction in self.wrapped.items():
                 kernel = self.use("replica_sum", HELPERS["replica_sum"])
@@ -321,6 +349,14 @@ class _Codegen:
                 static = {"reduction": self.fused[op.operation],
                           "rank": op.results[0].type.rank, "replicas": self.replicas,
                           **static}
+            if op.operation in self.merged:
+                reshape = self.merged[op.operation].opview
+                name, called = "reshape_permute", HELPERS["reshape_permute"]
+                static = {**kernel_of(reshape).static(reshape), **static}
+                if reshape.operation in self.reshaped:
+                    static["rank"] = self.reshaped[reshape.operation].type.rank
+            elif op.operation in self.reshaped:
+                static["rank"] = self.reshaped[op.operation].type.rank
             pyname = self.use(name, called)
             kwargs = [f"{key}={self.literal(v)}" for key, v in static.items()]
             stochastic = "ipu.stochastic_rounding" in op.attributes
@@ -339,6 +375,11 @@ class _Codegen:
             return call
         if op.operation in self.contiguous:
             call = f"np.ascontiguousarray({call})"
+        if op.operation in self.unmerged:  # the product of the unmerged batch dims
+            rank = self.unmerged[op.operation][0].type.rank
+            shape = self.literal(tuple(op.results[0].type.shape))
+            call = f"{self.use('ipu.reshape', kernel_of('ipu.reshape'))}({call}, " \
+                f"rank={rank}, shape={shape})"
         if name == "func.call" and len(results) == 1:
             return f"{results[0]}, = {call}"
         return f"{', '.join(results)} = {call}"

@@ -56,6 +56,19 @@ def test_any_all():
                         t.any((0, 2)), f.any(1), f.all(0), t.amax(1), t.min(2).values), b, x)
 
 
+@pytest.mark.parametrize("length", [8, 64, 136])
+def test_any_all_of_rows_by_words(length):
+    """Rows of 8 to 128 bools fold eight at a time (`_rows_all_any`); 136 folds as
+    NumPy does. Rows all True, all False and mixed, kept or dropped dims."""
+    b = _input(4, 6, length) > -1.9
+    b[0], b[1, :, : length // 2] = True, False
+
+    def fn(t):
+        return (t.all(-1), t.any(-1), t.all(-1, keepdim=True), t.any(-1, keepdim=True),
+                (~t).all(-1), t[:, :3].all(-1))
+    check(fn, b)
+
+
 def test_integer_reductions():
     torch.manual_seed(0)
     i = torch.randint(-5, 6, (3, 4), dtype=torch.int32)

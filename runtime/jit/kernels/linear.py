@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from torch_mlir import ir
 
@@ -24,15 +22,49 @@ def _shared_matrix(rhs: np.ndarray) -> np.ndarray | None:
     return None
 
 
+def _rows_times(lhs: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Every row of `lhs` (all its dims but the last) times `matrix`, as one gemm. Rows
+    that are not in C order (a sequence-first view of a batch-first input: the
+    transformer encoder's `x.transpose(0, 1)` before its projection) are multiplied in
+    the order they lie in memory and the result is returned permuted back, where
+    `reshape` would copy them first (at batch 32, a (32, 32, 128) view times a
+    (128, 384) matrix took 632 us with the copy, 533 us without)."""
+    k = lhs.shape[-1]
+    try:
+        rows = lhs.reshape(-1, k, copy=False)  # -1: K may be 0
+    except ValueError:
+        order = sorted(range(lhs.ndim - 1), key=lambda d: -abs(lhs.strides[d]))
+        order.append(lhs.ndim - 1)
+        ordered = lhs.transpose(order)
+        try:
+            rows = ordered.reshape(-1, k, copy=False)
+        except ValueError:  # not one array of rows in any order (a broadcast)
+            rows = None
+        if rows is not None:
+            out = (rows @ matrix).reshape(ordered.shape[:-1] + (matrix.shape[-1],))
+            return out.transpose(np.argsort(order))
+        rows = lhs.reshape(-1, k)
+    return (rows @ matrix).reshape(lhs.shape[:-1] + (matrix.shape[-1],))
+
+
 def _product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """np.matmul, as one gemm of all the left operand's rows when every batch entry
     multiplies the same matrix: one BLAS call instead of one per batch entry (replicas
     of a small micro-batch made NumPy loop over small gemms)."""
     matrix = _shared_matrix(rhs) if lhs.ndim > 2 else None
     if matrix is None or np.broadcast_shapes(lhs.shape[:-2], rhs.shape[:-2]) != lhs.shape[:-2]:
-        return np.matmul(lhs, rhs)
-    rows = lhs.reshape(math.prod(lhs.shape[:-1]), lhs.shape[-1]) @ matrix  # -1: K may be 0
-    return rows.reshape(lhs.shape[:-1] + (matrix.shape[-1],))
+        return np.matmul(_blas_matrices(lhs), _blas_matrices(rhs))
+    return _rows_times(lhs, matrix)
+
+
+def _blas_matrices(x: np.ndarray) -> np.ndarray:
+    """`x`, or a C-contiguous copy when its matrices (last two dims) have no unit stride:
+    NumPy's matmul multiplies such matrices without BLAS, element by element (a batched
+    operand whose head dims were permuted in memory, unmerged by `layouts`)."""
+    if x.ndim < 2 or x.itemsize in (abs(x.strides[-1]), abs(x.strides[-2])) \
+            or x.shape[-1] == 1 or x.shape[-2] == 1:
+        return x
+    return np.ascontiguousarray(x)
 
 
 # Half partials (Precision.setPartialsType(torch.half)): the running sum over K is an

@@ -60,12 +60,41 @@ def _identity(kind: str, dtype: np.dtype) -> Any:
     return info.min if kind == "max" else info.max
 
 
+# every byte of a uint64 holding eight True bools (NumPy's bools are the bytes 0 and 1)
+_TRUES = np.uint64(0x0101010101010101)
+
+
+def _rows_all_any(x: np.ndarray, kind: str, keepdim: bool) -> np.ndarray | None:
+    """`all` or `any` of bool rows of 8 to 128 elements (a multiple of 8), eight at a time:
+    the rows' uint64 words combined column by column, a few passes along all rows. NumPy
+    folds each short row on its own: attention's check for rows of -inf scores,
+    `all(x == -inf, -1)` over (32, 4, 32, 32), took 73 us with np.all and 21 us so.
+    None for other operands."""
+    n = x.shape[-1] if x.ndim else 0
+    if x.dtype != np.bool_ or n % 8 or not 8 <= n <= 128:
+        return None
+    try:
+        words = x.reshape(-1, n, copy=False).view(np.uint64)
+    except ValueError:  # rows not contiguous
+        return None
+    combine = np.bitwise_and if kind == "all" else np.bitwise_or
+    folded = words[:, 0].copy()
+    for column in range(1, words.shape[1]):
+        combine(folded, words[:, column], out=folded)
+    out = folded == _TRUES if kind == "all" else folded != 0
+    return out.reshape(x.shape[:-1] + ((1,) if keepdim else ()))
+
+
 @kernel(ReduceOp, static=_reduce_static)
 def reduce(x: np.ndarray, kind: str, axes: tuple[int, ...], keepdim: bool,
            dtype: np.dtype | None = None) -> np.ndarray:
     """Folds `axes`; the result in the op's result type (float32 from float16 operands
     for a widening sum, mean or sum of squares)."""
     fold, accumulates = _FOLDS[kind]
+    rows = _rows_all_any(x, kind, keepdim) if kind in ("all", "any") and axes == (-1,) \
+        else None
+    if rows is not None:
+        return rows
     if accumulates:
         out = fold(x, axis=axes, keepdims=keepdim, dtype=_accumulator(x))
     elif kind in ("max", "min") and x.size == 0:

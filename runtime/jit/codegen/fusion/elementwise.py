@@ -24,7 +24,7 @@ from torch_mlir import ir
 
 from poptorch.dialects import op_class
 from poptorch.dialects.creation import ConstantOp
-from poptorch.dialects.data_movement import ReshapeOp, SliceOp
+from poptorch.dialects.data_movement import BroadcastOp, ReshapeOp, SliceOp
 from poptorch.dialects.elementwise import CastOp
 from poptorch.runtime.jit.codegen import scalar_ir
 from poptorch.runtime.jit.codegen.fusion.group import (
@@ -98,7 +98,7 @@ def _layout(group: Group) -> tuple:
 def _apply(body: Body, op: ir.Operation, operands: list[str]) -> str:
     """The scalar IR of fusible op `op` on `operands` (SSA names)."""
     cls = op_class(op)
-    if cls in (ReshapeOp, SliceOp):
+    if cls in (ReshapeOp, SliceOp, BroadcastOp):
         return operands[0]
     if cls is CastOp:
         return scalar_ir.cast(body, operands[0], element_type(op.operands[0].type),

@@ -10,7 +10,10 @@ before that op.
 
 Some ops are computed inside the kernels that read them instead (`inline`): a slice
 with unit steps is read in place (an LSTM cell's four gates are slices of one tensor),
-a splat constant becomes a literal, and a fusible op read only through such ops is
+so is a broadcast (its operand read with stride 0 along the new dims: the backward of
+a transformer's fused QKV projection selects among three broadcasts of (32, 32, 128),
+which the kernel's call copied to contiguous arrays first), a splat constant becomes a
+literal, and a fusible op read only through such ops is
 computed where it is read, at most once per element (an LSTM's gate sums: the input
 projection's bias add, read a step at a time, and each step's add, read a gate at a
 time). A reshape that splits rows into leading dims is read through when every reader
@@ -39,7 +42,7 @@ from torch_mlir import ir
 
 from poptorch.dialects import op_class
 from poptorch.dialects.creation import ConstantOp
-from poptorch.dialects.data_movement import ReshapeOp, SliceOp
+from poptorch.dialects.data_movement import BroadcastOp, ReshapeOp, SliceOp
 from poptorch.dialects.elementwise import CastOp
 from poptorch.dialects.reduction import ReduceOp
 from poptorch.runtime.jit.codegen.fusion.group import (
@@ -214,6 +217,10 @@ def _inline_candidates(block: ir.Block, reserved: set[ir.Operation],
                 and element_type(op.operands[0].type) is not None
         elif _split_rows(op, readers, candidates):
             ok = True
+        elif op_class(op) is BroadcastOp:  # read in place: stride 0 along the new dims
+            ok = all(ours) and element_type(op.operands[0].type) is not None \
+                and broadcastable(tuple(op.operands[0].type.shape),
+                                  tuple(op.results[0].type.shape))
         elif not fusible[op] or (op_class(op) is not ReshapeOp and not all(
                 broadcastable(tuple(v.type.shape), tuple(op.results[0].type.shape))
                 for v in op.operands)):
@@ -360,7 +367,7 @@ def _connect(group: Group, inline: set[ir.Operation], evaluated: dict[ir.Operati
                 group.absorbed.append(op)
             if op_class(op) is ConstantOp:
                 return
-            if op_class(op) not in (SliceOp, ReshapeOp):
+            if op_class(op) not in (SliceOp, ReshapeOp, BroadcastOp):
                 evaluated[op] = evaluated.get(op, 0) + int(np.prod(view, dtype=np.int64))
             group.paths[key] = _through(op, offset, view, facts)
             for read in group.paths[key]:
