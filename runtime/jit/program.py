@@ -434,14 +434,16 @@ def compile_module(module: ir.Module, entry: str = "main",
     if host:  # results of stage calls were summed on return: the same bits still
         gen.sum_on_return = stage_results(top, entry) if summed else frozenset()
         top = host_module(top, entry)
-    elif weights and hoistable(symbol_table(top)[entry].regions[0].blocks[0], weights):
+    copied = host or bool(weights) and bool(
+        hoistable(symbol_table(top)[entry].regions[0].blocks[0], weights))
+    if copied and not host:
         top = top.clone()  # the machine model reads the module as it is
     hoisted = hoist_weights(top, entry, weights, persistent, SHARED_WEIGHT_ROWS) \
-        if weights else None
+        if copied and weights else None
     try:
         return _compiled(gen, top, entry, key, locate, hoisted)
     finally:
-        if top is not module.operation:
+        if copied:
             top.erase()
 
 
