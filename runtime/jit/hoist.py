@@ -8,7 +8,8 @@ region, and each of its operands is a weight argument, the result of a hoisted o
 of a pure op without operands (a constant), at least one of them not a constant. The
 hoisted ops move, in order, to `prepare_<entry>`, which takes the weight arguments they
 read and returns their results that the entry still reads; the entry takes those as
-arguments after its own. Constants the hoisted ops read are copied into it. Not hoisted:
+arguments after its own. Constants the hoisted ops read are copied into it (and leave
+the entry when nothing else there reads them). Not hoisted:
 an op whose result the entry returns, or that an op not making new arrays (a view, a
 broadcast) turns into a returned value: the caller would get an array that later calls
 hand out again.
@@ -121,11 +122,12 @@ def hoist_weights(module: ir.Operation, entry: str, weights: Collection[int],
             prepare = func.FuncOp(name, ir.FunctionType.get(
                 [block.arguments[i].type for i in read], [r.type for r in kept]))
         body = prepare.add_entry_block()
+        derived = {block.arguments[i] for i in read} | {r for op in moved for r in op.results}
         copied = {block.arguments[i]: arg for i, arg in zip(read, body.arguments, strict=True)}
         with ir.InsertionPoint(body):
             for op in moved:
                 for value in op.operands:
-                    if value not in copied:  # a constant
+                    if value not in derived and value not in copied:  # a constant
                         clone = value.owner.clone()
                         copied.update(zip(value.owner.results, clone.results, strict=True))
                 clone = op.clone()
@@ -136,8 +138,12 @@ def hoist_weights(module: ir.Operation, entry: str, weights: Collection[int],
         arguments = [block.add_argument(value.type, value.location) for value in kept]
         for value, argument in zip(kept, arguments, strict=True):
             value.replace_all_uses_with(argument)
+        constants = {v.owner for op in moved for v in op.operands if v not in derived}
         for op in reversed(moved):
             op.erase()
+        for op in constants:  # read only by moved ops: left unread
+            if not any(len(list(r.uses)) for r in op.results):
+                op.erase()
         results = ir.FunctionType(entry_op.attributes["function_type"].value).results
         entry_op.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get([a.type for a in block.arguments], results))
