@@ -135,10 +135,10 @@ def hoist_weights(module: ir.Operation, entry: str, weights: Collection[int],
                     clone.operands[index] = copied[value]
                 copied.update(zip(op.results, clone.results, strict=True))
             func.ReturnOp([copied[r] for r in kept])
+        constants = {v.owner for op in moved for v in op.operands if v not in derived}
         arguments = [block.add_argument(value.type, value.location) for value in kept]
         for value, argument in zip(kept, arguments, strict=True):
             value.replace_all_uses_with(argument)
-        constants = {v.owner for op in moved for v in op.operands if v not in derived}
         for op in reversed(moved):
             op.erase()
         for op in constants:  # read only by moved ops: left unread
