@@ -17,9 +17,12 @@ hand out again.
 Inside the entry the hoisted values are arguments, so they are never `out=` targets
 (`_Codegen.owned`). A permute (a transposed weight) that the entry's products read, by
 itself or through views, is copied to a C-contiguous array in `prepare_<entry>` when
-weights stay between calls (inference): OpenBLAS multiplies by a transposed view more
-slowly (a (32, 256) x (256, 512)^T product 111 us against 78 here). When weights are new
-arrays at every call (training), only as the entry did (`SHARED_WEIGHT_ROWS`).
+weights stay between calls (inference) and a product of more than one row reads it:
+OpenBLAS multiplies by a transposed view more slowly (single-threaded, (8, 768) x
+(768, 768)^T 480 us against 308, (32, 256) x (256, 512)^T 180 against 93), but for one
+row (a matrix-vector product, 59 us against 70). The copy is kept as long as the weight:
+memory for time. When weights are new arrays at every call (training), only as the
+entry did (`SHARED_WEIGHT_ROWS`).
 
 `Prepared` runs the pair: it keeps the weight arrays it last prepared from (references,
 so an identity is never reused) and calls `prepare_<entry>` again when any argument is
@@ -152,19 +155,21 @@ def hoist_weights(module: ir.Operation, entry: str, weights: Collection[int],
     return Hoisted(name, tuple(read))
 
 
-def _contiguous(made: ir.Value, argument: ir.Value, persistent: bool, rows: int) -> None:
+def _contiguous(made: ir.Value, argument: ir.Value, persistent: bool, shared_rows: int
+                ) -> None:
     """Tag the permute making `made` (through views, when `persistent`) to be copied to a
-    C-contiguous array, if the entry's products read `argument` as their right operand."""
-    total = sum(_rows(use.owner) for use in argument.uses
-                if op_class(use.owner) is MatMulOp and use.operand_number == 1)
-    if not total:
+    C-contiguous array, if the entry's products read `argument` as their right operand:
+    when `persistent`, one of more than one row, else of `shared_rows` rows in all."""
+    rows = [_rows(use.owner) for use in argument.uses
+            if op_class(use.owner) is MatMulOp and use.operand_number == 1]
+    if not rows or persistent and max(rows) < 2:  # gemv reads the view as fast
         return
     owner = made.owner
     while persistent and not isinstance(owner, ir.Block) and op_class(owner) is not PermuteOp \
             and (op_class(owner) is BroadcastOp or kernel_of(owner).view):
         owner = owner.operands[0].owner  # a view or a broadcast of the permute
     if not isinstance(owner, ir.Block) and op_class(owner) is PermuteOp \
-            and (persistent or total >= rows):
+            and (persistent or sum(rows) >= shared_rows):
         owner.attributes[CONTIGUOUS] = ir.UnitAttr.get()
 
 
