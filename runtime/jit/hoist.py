@@ -33,7 +33,7 @@ buffer store and optimizer step and never writes into one.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from operator import is_, itemgetter
 
@@ -65,29 +65,41 @@ def _pure(op: ir.Operation) -> bool:
         and kernel_of(op) is not None
 
 
-def _returned(returned: ir.Operation) -> set[ir.Value]:
-    """The returned values and those they may alias: operands of ops whose kernel does
-    not make a new array (a view, a broadcast, a constant), transitively."""
+def _returned(values: list[ir.Value], table: Mapping[str, ir.OpView]) -> set[ir.Value]:
+    """`values` and those they may alias: operands of ops whose kernel does not make a
+    new array (a view, a broadcast, a constant), transitively, and the operands of a
+    call that its function may return."""
     seen: set[ir.Value] = set()
-    todo = list(returned.operands)
+    todo = list(values)
     while todo:
         value = todo.pop()
         if value in seen:
             continue
         seen.add(value)
         owner = value.owner
-        if not isinstance(owner, ir.Block):
-            k = kernel_of(owner)
-            if k is None or not k.fresh:
-                todo.extend(owner.operands)
+        if isinstance(owner, ir.Block):
+            continue
+        if owner.name == "func.call":
+            body = table[ir.FlatSymbolRefAttr(owner.attributes["callee"]).value] \
+                .regions[0].blocks[0]
+            returned = list(body.operations)[-1].operands[ir.OpResult(value).result_number]
+            inner = _returned([returned], table)
+            todo.extend(v for v, arg in zip(owner.operands, body.arguments, strict=True)
+                        if arg in inner)
+            continue
+        k = kernel_of(owner)
+        if k is None or not k.fresh:
+            todo.extend(owner.operands)
     return seen
 
 
-def hoistable(block: ir.Block, weights: Collection[int]) -> list[ir.Operation]:
-    """The ops of `block` to move (module docstring), in order."""
+def hoistable(block: ir.Block, weights: Collection[int], table: Mapping[str, ir.OpView]
+              ) -> list[ir.Operation]:
+    """The ops of `block` to move (module docstring), in order; `table`: the module's
+    functions."""
     derived = {block.arguments[i] for i in weights}
     ops = [op.operation for op in block.operations]
-    blocked = _returned(ops[-1])
+    blocked = _returned(list(ops[-1].operands), table)
     constants: set[ir.Value] = set()
     moved = []
     for op in ops[:-1]:
@@ -103,65 +115,137 @@ def hoistable(block: ir.Block, weights: Collection[int]) -> list[ir.Operation]:
     return moved
 
 
+def has_weight_work(module: ir.Operation, entry: str, weights: Collection[int]) -> bool:
+    """Whether `hoist_weights` may move ops: the entry has some to move, or calls
+    functions (whose own it checks)."""
+    table = symbol_table(module)
+    block = table[entry].regions[0].blocks[0]
+    return any(op.operation.name == "func.call" for op in block.operations) \
+        or bool(hoistable(block, weights, table))
+
+
 def hoist_weights(module: ir.Operation, entry: str, weights: Collection[int],
                   persistent: bool, shared_rows: int) -> Hoisted | None:
-    """Move the weight-only ops of `entry` in `module` (the JIT's own copy) to
-    `prepare_<entry>` (module docstring); None when there are none. `persistent`:
-    weights stay between calls; else a permute is made contiguous only when products of
-    `shared_rows` left-operand rows or more read it directly."""
-    entry_op = symbol_table(module)[entry]
+    """Move the weight-only ops of `entry` in `module` (the JIT's own copy), and those of
+    the functions it calls (`_from_callees`), to `prepare_<entry>` (module docstring);
+    None when there are none. `persistent`: weights stay between calls; else a permute
+    is made contiguous only when products of `shared_rows` left-operand rows or more
+    read it directly."""
+    table = symbol_table(module)
+    entry_op = table[entry]
     block = entry_op.regions[0].blocks[0]
-    moved = hoistable(block, weights)
-    if not moved:
-        return None
-    inside = set(moved)
-    read = [i for i in sorted(weights)
-            if any(use.owner.operation in inside for use in block.arguments[i].uses)]
-    kept = [r for op in moved for r in op.results
-            if any(use.owner.operation not in inside for use in r.uses)]
-    name = f"prepare_{entry}"
     with module.context, entry_op.location:
+        _from_callees(table, block, weights)
+        moved = hoistable(block, weights, table)
+        if not moved:
+            return None
+        inside = set(moved)
+        read = [i for i in sorted(weights)
+                if any(use.owner.operation in inside for use in block.arguments[i].uses)]
+        kept = _kept(moved)
+        name = f"prepare_{entry}"
         with ir.InsertionPoint(entry_op):
             prepare = func.FuncOp(name, ir.FunctionType.get(
                 [block.arguments[i].type for i in read], [r.type for r in kept]))
         body = prepare.add_entry_block()
-        derived = {block.arguments[i] for i in read} | {r for op in moved for r in op.results}
-        copied = {block.arguments[i]: arg for i, arg in zip(read, body.arguments, strict=True)}
+        copied = dict(zip((block.arguments[i] for i in read), body.arguments, strict=True))
         with ir.InsertionPoint(body):
-            for op in moved:
-                for value in op.operands:
-                    if value not in derived and value not in copied:  # a constant
-                        clone = value.owner.clone()
-                        copied.update(zip(value.owner.results, clone.results, strict=True))
-                clone = op.clone()
-                for index, value in enumerate(op.operands):
-                    clone.operands[index] = copied[value]
-                copied.update(zip(op.results, clone.results, strict=True))
+            _copy(moved, copied)
             func.ReturnOp([copied[r] for r in kept])
-        constants = {v.owner for op in moved for v in op.operands if v not in derived}
-        arguments = [block.add_argument(value.type, value.location) for value in kept]
+        arguments = _detach(entry_op, moved, kept)
         for value, argument in zip(kept, arguments, strict=True):
-            value.replace_all_uses_with(argument)
-        for op in reversed(moved):
-            op.erase()
-        for op in constants:  # read only by moved ops: left unread
-            if not any(len(list(r.uses)) for r in op.results):
-                op.erase()
-        results = ir.FunctionType(entry_op.attributes["function_type"].value).results
-        entry_op.attributes["function_type"] = ir.TypeAttr.get(
-            ir.FunctionType.get([a.type for a in block.arguments], results))
-        for value, argument in zip(kept, arguments, strict=True):
-            _contiguous(copied[value], argument, persistent, shared_rows)
+            _contiguous(copied[value], argument, persistent, shared_rows, table)
     return Hoisted(name, tuple(read))
 
 
-def _contiguous(made: ir.Value, argument: ir.Value, persistent: bool, shared_rows: int
-                ) -> None:
+def _from_callees(table: Mapping[str, ir.OpView], block: ir.Block, weights: Collection[int]
+                  ) -> None:
+    """Copy the weight-only ops of each function `block` calls (a pipelined or sharded
+    program's stages) into `block`, before its first call: the arguments every call
+    passes the same weight argument of `block` are weights there. The function takes
+    the copies' results as arguments after its own, which every call passes."""
+    given = {block.arguments[i] for i in weights}
+    sites: dict[str, list[ir.Operation]] = {}
+    for op in block.operations:
+        if op.operation.name == "func.call":
+            sites.setdefault(ir.FlatSymbolRefAttr(op.attributes["callee"]).value,
+                             []).append(op.operation)
+    for name, calls in sites.items():
+        callee = table[name]
+        body = callee.regions[0].blocks[0]
+        first = calls[0].operands
+        fixed = [j for j, value in enumerate(first) if value in given
+                 and all(call.operands[j] == value for call in calls)]
+        moved = hoistable(body, fixed, table)
+        if not moved:
+            continue
+        kept = _kept(moved)
+        copied = {body.arguments[j]: first[j] for j in fixed}
+        with ir.InsertionPoint(calls[0]):
+            _copy(moved, copied)
+        _detach(callee, moved, kept)
+        for call in calls:
+            with ir.InsertionPoint(call):
+                new = func.CallOp([r.type for r in call.results], name,
+                                  [*call.operands, *(copied[r] for r in kept)])
+            for key, attr in call.attributes.items():
+                if key != "callee":
+                    new.attributes[key] = attr
+            for mine, theirs in zip(call.results, new.results, strict=True):
+                mine.replace_all_uses_with(theirs)
+            call.erase()
+
+
+def _kept(moved: list[ir.Operation]) -> list[ir.Value]:
+    """The results of `moved` that other ops read."""
+    inside = set(moved)
+    return [r for op in moved for r in op.results
+            if any(use.owner.operation not in inside for use in r.uses)]
+
+
+def _copy(moved: list[ir.Operation], copied: dict[ir.Value, ir.Value]) -> None:
+    """Clone `moved` at the insertion point, each operand replaced by its entry in
+    `copied` (an argument, or an earlier clone's result, added there); a constant an op
+    reads is cloned before it."""
+    derived = set(copied) | {r for op in moved for r in op.results}
+    for op in moved:
+        for value in op.operands:
+            if value not in derived and value not in copied:  # a constant
+                clone = value.owner.clone()
+                copied.update(zip(value.owner.results, clone.results, strict=True))
+        clone = op.clone()
+        for index, value in enumerate(op.operands):
+            clone.operands[index] = copied[value]
+        copied.update(zip(op.results, clone.results, strict=True))
+
+
+def _detach(function: ir.OpView, moved: list[ir.Operation], kept: list[ir.Value]
+            ) -> list[ir.Value]:
+    """Erase `moved` from `function`, whose new arguments (returned) stand for `kept`;
+    constants only `moved` read go too."""
+    block = function.regions[0].blocks[0]
+    derived = set(block.arguments) | {r for op in moved for r in op.results}
+    constants = {v.owner for op in moved for v in op.operands if v not in derived}
+    arguments = [block.add_argument(value.type, value.location) for value in kept]
+    for value, argument in zip(kept, arguments, strict=True):
+        value.replace_all_uses_with(argument)
+    for op in reversed(moved):
+        op.erase()
+    for op in constants:  # read only by moved ops: left unread
+        if not any(len(list(r.uses)) for r in op.results):
+            op.erase()
+    results = ir.FunctionType(function.attributes["function_type"].value).results
+    function.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get([a.type for a in block.arguments], results))
+    return arguments
+
+
+def _contiguous(made: ir.Value, argument: ir.Value, persistent: bool, shared_rows: int,
+                table: Mapping[str, ir.OpView]) -> None:
     """Tag the permute making `made` (through views, when `persistent`) to be copied to a
     C-contiguous array, if the entry's products read `argument` as their right operand:
     when `persistent`, one of more than one row, else of `shared_rows` rows in all."""
-    rows = [_rows(use.owner) for use in argument.uses
-            if op_class(use.owner) is MatMulOp and use.operand_number == 1]
+    rows = _product_rows(argument, table)
     if not rows or persistent and max(rows) < 2:  # gemv reads the view as fast
         return
     owner = made.owner
@@ -173,8 +257,19 @@ def _contiguous(made: ir.Value, argument: ir.Value, persistent: bool, shared_row
         owner.attributes[CONTIGUOUS] = ir.UnitAttr.get()
 
 
-def _rows(product: ir.OpView) -> int:
-    return math.prod(product.operands[0].type.shape[:-1])
+def _product_rows(value: ir.Value, table: Mapping[str, ir.OpView]) -> list[int]:
+    """The left-operand rows of each product reading `value` as its right operand, in
+    the functions it is passed to too."""
+    rows = []
+    for use in value.uses:
+        owner = use.owner
+        if op_class(owner) is MatMulOp and use.operand_number == 1:
+            rows.append(math.prod(owner.operands[0].type.shape[:-1]))
+        elif owner.name == "func.call":
+            callee = table[ir.FlatSymbolRefAttr(owner.attributes["callee"]).value]
+            rows += _product_rows(callee.regions[0].blocks[0].arguments[use.operand_number],
+                                  table)
+    return rows
 
 
 class Prepared:

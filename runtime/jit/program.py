@@ -33,7 +33,13 @@ from poptorch.runtime.jit.codegen.fusion.grouping import find_groups
 from poptorch.runtime.jit.codegen.fusion.window import WINDOWS, window_group
 from poptorch.runtime.jit.control_flow import REGION_OPS, control_statement, nested_ops
 from poptorch.runtime.jit.heap import keep_freed_memory
-from poptorch.runtime.jit.hoist import CONTIGUOUS, Hoisted, Prepared, hoist_weights, hoistable
+from poptorch.runtime.jit.hoist import (
+    CONTIGUOUS,
+    Hoisted,
+    Prepared,
+    has_weight_work,
+    hoist_weights,
+)
 from poptorch.runtime.jit.host_module import host_module, needs_host_module, stage_results
 from poptorch.runtime.jit.kernels import HELPERS, Kernel, kernel_of
 
@@ -434,8 +440,7 @@ def compile_module(module: ir.Module, entry: str = "main",
     if host:  # results of stage calls were summed on return: the same bits still
         gen.sum_on_return = stage_results(top, entry) if summed else frozenset()
         top = host_module(top, entry)
-    copied = host or bool(weights) and bool(
-        hoistable(symbol_table(top)[entry].regions[0].blocks[0], weights))
+    copied = host or bool(weights) and has_weight_work(top, entry, weights)
     if copied and not host:
         top = top.clone()  # the machine model reads the module as it is
     hoisted = hoist_weights(top, entry, weights, persistent, SHARED_WEIGHT_ROWS) \

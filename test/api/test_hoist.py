@@ -185,3 +185,20 @@ def test_a_saved_executable_prepares_the_weights_it_is_given(tmp_path, how):
     assert "def prepare_main(" in loaded._compiled.program.source
     with torch.no_grad():
         assert_close(loaded(x), model(x))
+
+
+def test_stages_read_the_transposed_weights_prepared_for_them():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[torch.nn.Linear(6, 6) for _ in range(4)]).eval()
+    for n in (1, 2, 3):
+        model[n] = poptorch.BeginBlock(model[n], ipu_id=n)
+    ipu = poptorch.inferenceModel(model, poptorch.Options().deviceIterations(4))
+    x = torch.randn(8, 6)
+    with torch.no_grad():
+        assert_close(ipu(x), model(x))
+        source = ipu._compiled.program.source
+        stages = source[source.index("def main_stage0("):]
+        assert "ipu_permute" in _body(source, "prepare_main")[1] and "ipu_permute" not in stages
+        model[2].weight.mul_(-1)
+        ipu.copyWeightsToDevice()
+        assert_close(ipu(x), model(x))
