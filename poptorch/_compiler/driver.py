@@ -185,6 +185,13 @@ def _pipeline_error(err: ir.MLIRError, before: str, step: str,
                  location=location)
 
 
+def weight_arguments(captured) -> frozenset[int]:
+    """The program's arguments (by index) holding weights, buffers and tensor constants
+    (the JIT runs the ops reading only those again only when they change, `hoist`)."""
+    return frozenset(index for index, arg in enumerate(captured.arguments)
+                     if arg.kind in ("parameter", "buffer", "constant"))
+
+
 def compile_captured(captured, dump_dir: str | None = None,
                      module_namescope: bool = True, multi_ipu: tuple[str, ...] = (),
                      progress: CompileProgress | None = None,
@@ -210,7 +217,9 @@ def compile_captured(captured, dump_dir: str | None = None,
             progress.start("jit")
         start = time.perf_counter()
         text = module.operation.get_asm(enable_debug_info=True)
-        program = compile_module(module, key=text, locate=trap_location)
+        program = compile_module(module, key=text, locate=trap_location,
+                                 weights=weight_arguments(captured),
+                                 persistent=isinstance(captured, capture.Captured))
         timings["jit"] = time.perf_counter() - start
         if progress:
             progress.done()

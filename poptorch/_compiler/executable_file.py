@@ -230,7 +230,9 @@ def compiled_from_sections(sections: dict[str, bytes], path: str, training: bool
     try:
         with context, ir.Location.unknown():
             module = ir.Module.parse(text)
-            program = compile_module(module, key=text)
+            program = compile_module(module, key=text,
+                                     weights=driver.weight_arguments(captured),
+                                     persistent=not training)
             arity = len(program.result_ranks), len(_entry_inputs(module))
             updates = _updated_input_types(module, captured)
     except ir.MLIRError as err:

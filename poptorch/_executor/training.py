@@ -187,7 +187,8 @@ class TrainingExecutor(PoplarExecutor):
             summing = compile_module(
                 self._compiled.module, "main",
                 {first + index: reduction for index, name in enumerate(captured.trainable)
-                 if name in summed}, replicas, locate=driver.trap_location)
+                 if name in summed}, replicas, locate=driver.trap_location,
+                weights=driver.weight_arguments(captured), persistent=False)
         return summed, summing
 
     def _main_program(self) -> Program:

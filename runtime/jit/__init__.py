@@ -8,6 +8,7 @@
   `scalar_ir.py` (the scalar body of each fusible op, by op class) and `fusion/`
   (grouping, one emitter per kind of kernel, the compiled-kernel calls and the on-disk
   kernel cache, whose key hashes every file of this package).
+- `hoist.py`: the ops reading only weights, moved to a function run when they change.
 - `random.py`: the device's random generator; `heap.py`: the allocator setting.
 
 It never imports the machine model (`poptorch.runtime.machine`) nor the passes.

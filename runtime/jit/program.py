@@ -12,7 +12,7 @@ from __future__ import annotations
 import linecache
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,13 @@ from poptorch.runtime.jit.codegen.fusion.grouping import find_groups
 from poptorch.runtime.jit.codegen.fusion.window import WINDOWS, window_group
 from poptorch.runtime.jit.control_flow import REGION_OPS, control_statement, nested_ops
 from poptorch.runtime.jit.heap import keep_freed_memory
+from poptorch.runtime.jit.hoist import (
+    CONTIGUOUS,
+    Hoisted,
+    Prepared,
+    has_weight_work,
+    hoist_weights,
+)
 from poptorch.runtime.jit.host_module import host_module, needs_host_module, stage_results
 from poptorch.runtime.jit.kernels import HELPERS, Kernel, kernel_of
 from poptorch.runtime.jit.layouts import reshape_permutes, shared_reshapes, unmerged_products
@@ -236,7 +243,8 @@ class _Codegen:
                 if k is not None and k.view and owner.operation not in self.links:
                     readers[owner.operation] = readers.get(owner.operation, 0) + 1
         return {op for op, n in readers.items() if n > 1} | {
-            op for op, n in products.items() if n >= SHARED_WEIGHT_ROWS}
+            op for op, n in products.items() if n >= SHARED_WEIGHT_ROWS} | {
+            op.operation for op in block.operations if CONTIGUOUS in op.attributes}
 
     def fused_call(self, number: int, value_name) -> str:
         group = self.groups[number]
@@ -443,7 +451,8 @@ class _Codegen:
 def compile_module(module: ir.Module, entry: str = "main",
                    summed: Mapping[int, str] | None = None, replicas: int = 1,
                    fuse: bool = True, key: str | None = None,
-                   locate: Callable[[ir.Location], str] = str) -> Program:
+                   locate: Callable[[ir.Location], str] = str,
+                   weights: Collection[int] = (), persistent: bool = True) -> Program:
     """Generate, compile and load the Python program of `module`.
 
     `summed`: results of `entry` (by index) to return reduced over all `replicas` by
@@ -454,28 +463,38 @@ def compile_module(module: ir.Module, entry: str = "main",
     the caller has it: the executable cache directory then indexes the compiled
     kernels by it (`compiled.compile_kernels`). A module tagged by ipu-precision
     (floating-point exceptions, stochastic rounding) runs op by op, unfused; `locate`
-    names an op's location in its floating-point exception."""
+    names an op's location in its floating-point exception. `weights`: the entry's
+    arguments (by index) holding weights, buffers and tensor constants: the ops reading
+    only those run in a function of their own, again only when one of them is a new
+    array (`hoist`); `persistent`: they usually stay the same between calls (inference)."""
     keep_freed_memory()
     top = module.operation
     attrs = top.attributes
     fuse = fuse and not any(name in attrs for name in _UNFUSED)
     host = needs_host_module(top, entry)
+    weights = () if any(name in attrs for name in _UNFUSED) else sorted(weights)
     if key is not None:  # what else decides the groups
-        key = f"{entry} {sorted((summed or {}).items())} {replicas}{' host' * host}\n{key}"
+        key = (f"{entry} {sorted((summed or {}).items())} {replicas}{' host' * host}"
+               f" {weights} {persistent}\n{key}")
     gen = _Codegen(entry, summed or {}, replicas, fuse,
                    read_index(key) if key is not None and fuse else None)
     if host:  # results of stage calls were summed on return: the same bits still
         gen.sum_on_return = stage_results(top, entry) if summed else frozenset()
         top = host_module(top, entry)
+    copied = host or bool(weights) and has_weight_work(top, entry, weights)
+    if copied and not host:
+        top = top.clone()  # the machine model reads the module as it is
+    hoisted = hoist_weights(top, entry, weights, persistent, SHARED_WEIGHT_ROWS) \
+        if copied and weights else None
     try:
-        return _compiled(gen, top, entry, key, locate)
+        return _compiled(gen, top, entry, key, locate, hoisted)
     finally:
-        if host:
+        if copied:
             top.erase()
 
 
 def _compiled(gen: _Codegen, top: ir.Operation, entry: str, key: str | None,
-              locate: Callable[[ir.Location], str]) -> Program:
+              locate: Callable[[ir.Location], str], hoisted: Hoisted | None) -> Program:
     attrs = top.attributes
     if "ipu.floating_point_exceptions" in attrs:
         gen.locate = locate
@@ -497,5 +516,8 @@ def _compiled(gen: _Codegen, top: ir.Operation, entry: str, key: str | None,
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - our own generated code
     func = symbol_table(top)[entry]
     ranks = tuple(t.rank for t in ir.FunctionType(func.attributes["function_type"].value).results)
-    return Program(source, namespace[_identifier(entry)], gen.constants, ranks,
+    run = namespace[_identifier(entry)]
+    if hoisted is not None:
+        run = Prepared(run, namespace[_identifier(hoisted.prepare)], hoisted.weights)
+    return Program(source, run, gen.constants, ranks,
                    frozenset(gen.summed), fused.ir if fused else "")
