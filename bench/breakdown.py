@@ -94,7 +94,7 @@ def poptorch_kinds(ipu, call: Callable[[], object]) -> dict[str, float]:
     spent: dict[str, float] = defaultdict(float)
     undo = []
     for program, kind in _programs(ipu):
-        namespace = program.run.__globals__
+        namespace = program.namespace
         for name, by_op in _kernel_kinds(program.source).items():
             undo.append((namespace, name, namespace[name]))
             namespace[name] = _timed(namespace[name], kind or by_op, spent)

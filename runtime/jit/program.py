@@ -63,6 +63,8 @@ class Program:
     result_ranks: tuple[int, ...] = ()
     summed: frozenset[int] = frozenset()  # results returned reduced over replicas
     kernels: str = ""  # the MLIR of its fused elementwise kernels (`fusion`), if any
+    # the names its source binds (kernels `K`, fused kernels `F`, its functions)
+    namespace: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 def _identifier(name: str) -> str:
@@ -520,4 +522,4 @@ def _compiled(gen: _Codegen, top: ir.Operation, entry: str, key: str | None,
     if hoisted is not None:
         run = Prepared(run, namespace[_identifier(hoisted.prepare)], hoisted.weights)
     return Program(source, run, gen.constants, ranks,
-                   frozenset(gen.summed), fused.ir if fused else "")
+                   frozenset(gen.summed), fused.ir if fused else "", namespace)

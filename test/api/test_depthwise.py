@@ -32,7 +32,7 @@ CASES = [
 
 def direct_kernels(ipu) -> list[DirectConvolution]:
     """The direct convolution kernels of a compiled model's program."""
-    return [v for v in ipu._main_program().run.__globals__.values()
+    return [v for v in ipu._main_program().namespace.values()
             if isinstance(v, DirectConvolution)]
 
 

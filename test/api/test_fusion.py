@@ -402,7 +402,7 @@ CHECK: llvm.store %t4, %q0 : f32, !llvm.ptr
                              capture_output=True, text=True)
     assert lowered.returncode == 0, lowered.stderr
     assert "llvm.func @fused_0" in lowered.stdout and "scf.for" not in lowered.stdout
-    kernel = program.run.__globals__["F"][0]
+    kernel = program.namespace["F"][0]
     # replicas, steps, offsets, the range of the outer loop
     assert list(kernel.integers) == [1, 0, 0, 128, 0, 0, 64]
     gates = values(13, (64, 256))
@@ -481,7 +481,7 @@ def test_ops_read_only_through_slices_are_computed_in_the_kernels_that_read_them
         "return (v5, v7)"]
     assert program.kernels.count("func.func") == 1
     # per gate k: h at 128k, the projection at n * 32768 + 128k, the bias at 128k
-    steps = [list(kernel.integers)[5:-2] for kernel in program.run.__globals__["F"]]
+    steps = [list(kernel.integers)[5:-2] for kernel in program.namespace["F"]]
     assert steps == [[0, 0, 0, 128, 128, 128, 256, 256, 256, 0, 384, 384, 384],
                      [0, 32768, 0, 128, 32896, 128, 256, 33024, 256, 0, 384, 33152, 384]]
     rng = np.random.default_rng(3)
@@ -513,7 +513,7 @@ def test_a_projection_of_all_steps_rows_is_read_through_its_split_into_steps():
         "v7, = fused_1(v6, v0, v1, v5)  # sigmoid tanh mul mul add add",
         "return (v5, v7)"]
     assert program.kernels.count("func.func") == 1
-    steps = [list(kernel.integers)[5:-2] for kernel in program.run.__globals__["F"]]
+    steps = [list(kernel.integers)[5:-2] for kernel in program.namespace["F"]]
     assert steps == [[0, 0, 0, 128, 128, 128, 256, 256, 256, 0, 384, 384, 384],
                      [0, 32768, 0, 128, 32896, 128, 256, 33024, 256, 0, 384, 33152, 384]]
     rng = np.random.default_rng(3)

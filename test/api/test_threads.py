@@ -42,7 +42,7 @@ def _threads(count: int):
 
 
 def _kernels(program) -> list[FusedKernel]:
-    return [getattr(k, "kernel", k) for k in program.run.__globals__["F"]]
+    return [getattr(k, "kernel", k) for k in program.namespace["F"]]
 
 
 def _same_on_one_and_two_threads(program, *args) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from torch_mlir import ir
 
@@ -29,21 +31,21 @@ def _rows_times(lhs: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     the order they lie in memory and the result is returned permuted back, where
     `reshape` would copy them first (at batch 32, a (32, 32, 128) view times a
     (128, 384) matrix took 632 us with the copy, 533 us without)."""
-    k = lhs.shape[-1]
+    n, k = math.prod(lhs.shape[:-1]), lhs.shape[-1]  # (not -1: K may be 0)
     try:
-        rows = lhs.reshape(-1, k, copy=False)  # -1: K may be 0
+        rows = lhs.reshape(n, k, copy=False)
     except ValueError:
         order = sorted(range(lhs.ndim - 1), key=lambda d: -abs(lhs.strides[d]))
         order.append(lhs.ndim - 1)
         ordered = lhs.transpose(order)
         try:
-            rows = ordered.reshape(-1, k, copy=False)
+            rows = ordered.reshape(n, k, copy=False)
         except ValueError:  # not one array of rows in any order (a broadcast)
             rows = None
         if rows is not None:
             out = (rows @ matrix).reshape(ordered.shape[:-1] + (matrix.shape[-1],))
             return out.transpose(np.argsort(order))
-        rows = lhs.reshape(-1, k)
+        rows = lhs.reshape(n, k)
     return (rows @ matrix).reshape(lhs.shape[:-1] + (matrix.shape[-1],))
 
 
