@@ -25,28 +25,14 @@ def _shared_matrix(rhs: np.ndarray) -> np.ndarray | None:
 
 
 def _rows_times(lhs: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """Every row of `lhs` (all its dims but the last) times `matrix`, as one gemm. Rows
-    that are not in C order (a sequence-first view of a batch-first input: the
-    transformer encoder's `x.transpose(0, 1)` before its projection) are multiplied in
-    the order they lie in memory and the result is returned permuted back, where
-    `reshape` would copy them first (at batch 32, a (32, 32, 128) view times a
-    (128, 384) matrix took 632 us with the copy, 533 us without)."""
+    """Every row of `lhs` (all its dims but the last) times `matrix`, as one gemm, the
+    result C-contiguous. Rows out of C order (a sequence-first view of a batch-first
+    input) are copied first: multiplying them where they lie and permuting the result
+    back saved the copy of the (narrower) operand but left the result out of C order,
+    and every compiled kernel reading it copied it again (the bench LSTM at batch 256:
+    each of its 16 steps copied the projection of all steps, 9 -> 26 ms a call)."""
     n, k = math.prod(lhs.shape[:-1]), lhs.shape[-1]  # (not -1: K may be 0)
-    try:
-        rows = lhs.reshape(n, k, copy=False)
-    except ValueError:
-        order = sorted(range(lhs.ndim - 1), key=lambda d: -abs(lhs.strides[d]))
-        order.append(lhs.ndim - 1)
-        ordered = lhs.transpose(order)
-        try:
-            rows = ordered.reshape(n, k, copy=False)
-        except ValueError:  # not one array of rows in any order (a broadcast)
-            rows = None
-        if rows is not None:
-            out = (rows @ matrix).reshape(ordered.shape[:-1] + (matrix.shape[-1],))
-            return out.transpose(np.argsort(order))
-        rows = lhs.reshape(n, k)
-    return (rows @ matrix).reshape(lhs.shape[:-1] + (matrix.shape[-1],))
+    return (lhs.reshape(n, k) @ matrix).reshape(lhs.shape[:-1] + (matrix.shape[-1],))
 
 
 def _product(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
