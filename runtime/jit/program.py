@@ -143,7 +143,8 @@ class _Codegen:
                 self.position[group.concat.owner.operation] = ends[group.last]
                 skipped.add(group.concat.owner.operation)
         self.contiguous = self.shared_views(groups, block)
-        excluded = skipped | self.summing | set(self.fused)
+        # (a group's last op too: a reshape ending a group has no operand array to read)
+        excluded = skipped | set(emitted) | self.summing | set(self.fused)
         self.merged = reshape_permutes(block, excluded, self.contiguous)
         self.unmerged = unmerged_products(
             block, excluded | self.contiguous | set(self.merged.values()))

@@ -195,3 +195,34 @@ def test_a_second_reshape_of_a_value_reshapes_the_first():
     bias, weight = program.run(g, x)
     np.testing.assert_allclose(bias, rows.reshape(2, 4, 24).sum((0, 1)), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(weight, rows.T @ x, rtol=1e-6)
+
+
+def test_a_reshape_ending_a_fused_group_is_read_as_the_groups_result():
+    """Attention's probabilities (a fused kernel that also does the reshape merging
+    (b, h)) times the values: the product reads the kernel's result, since the reshape's
+    operand is never an array (BERT at batch 1 named a value the program never made)."""
+    p, v, r = "tensor<1x8x64x64xf32>", "tensor<1x8x64x32xf32>", "tensor<8x64x64xf32>"
+    module = f"""
+    func.func @main(%p: {p}, %v: {v}) -> {v} {{
+      %e = "ipu.exp"(%p) : ({p}) -> {p}
+      %t = "ipu.tanh"(%e) : ({p}) -> {p}
+      %0 = "ipu.reshape"(%t) : ({p}) -> {r}
+      %1 = "ipu.reshape"(%v) : ({v}) -> tensor<8x64x32xf32>
+      %2 = "ipu.matmul"(%0, %1) : ({r}, tensor<8x64x32xf32>) -> tensor<8x64x32xf32>
+      %3 = "ipu.reshape"(%2) : (tensor<8x64x32xf32>) -> {v}
+      return %3 : {v}
+    }}"""
+    with make_context(), ir.Location.unknown():
+        program = compile_module(ir.Module.parse(module))
+    body = [line.strip() for line in program.source.splitlines()
+            if line.startswith("    v")]
+    assert body == ["v2, = fused_0(v0)  # exp tanh reshape",
+                    "v3 = ipu_reshape(v1, rank=4, shape=(8, 64, 32))",
+                    "v4 = ipu_matmul(v2, v3)",
+                    "v5 = ipu_reshape(v4, rank=3, shape=(1, 8, 64, 32))"]
+    rng = np.random.default_rng(5)
+    probabilities = rng.standard_normal((1, 8, 64, 64), dtype=np.float32)
+    values = rng.standard_normal((1, 8, 64, 32), dtype=np.float32)
+    out, = program.run(probabilities, values)
+    np.testing.assert_allclose(out, np.matmul(np.tanh(np.exp(probabilities)), values),
+                               rtol=1e-5, atol=1e-5)
