@@ -459,6 +459,26 @@ def test_lowered_kernel_functions_prefer_512_bit_vectors():
                 '[["prefer-vector-width", "512"]]'
 
 
+def _check_two_steps_in_one_kernel(program, numpy_only, projection: tuple[int, ...]) -> None:
+    """Two LSTM steps (`_step`) reading a projection of both steps' rows: a kernel call a
+    step, one kernel function for both, each step reading its own rows (per gate k: h at
+    128k, the projection at n * 32768 + 128k, the bias at 128k), NumPy's values."""
+    assert body(program) == [
+        "v5, = fused_0(v2, v0, v1, v4)  # sigmoid tanh mul mul add add",
+        "v6 = ipu_matmul(v5, v3)",
+        "v7, = fused_1(v6, v0, v1, v5)  # sigmoid tanh mul mul add add",
+        "return (v5, v7)"]
+    assert program.kernels.count("func.func") == 1
+    steps = [list(kernel.integers)[5:-2] for kernel in program.namespace["F"]]
+    assert steps == [[0, 0, 0, 128, 128, 128, 256, 256, 256, 0, 384, 384, 384],
+                     [0, 32768, 0, 128, 32896, 128, 256, 33024, 256, 0, 384, 33152, 384]]
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(shape, dtype=np.float32) / 4 for shape in
+            [projection, (512,), (64, 512), (128, 512), (64, 128)]]
+    for fused, reference in zip(program.run(*args), numpy_only.run(*args), strict=True):
+        np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=1e-6)
+
+
 def test_ops_read_only_through_slices_are_computed_in_the_kernels_that_read_them():
     """An LSTM's gate sums: the bias add of the whole input projection (%p) and each
     step's add are read only through slices, so each step's kernel computes them where
@@ -474,21 +494,7 @@ def test_ops_read_only_through_slices_are_computed_in_the_kernels_that_read_them
       {_step(1, "%h1", "%q0")}
       return %q0, %q1 : {T}, {T}
     }}""")
-    assert body(program) == [
-        "v5, = fused_0(v2, v0, v1, v4)  # sigmoid tanh mul mul add add",
-        "v6 = ipu_matmul(v5, v3)",
-        "v7, = fused_1(v6, v0, v1, v5)  # sigmoid tanh mul mul add add",
-        "return (v5, v7)"]
-    assert program.kernels.count("func.func") == 1
-    # per gate k: h at 128k, the projection at n * 32768 + 128k, the bias at 128k
-    steps = [list(kernel.integers)[5:-2] for kernel in program.namespace["F"]]
-    assert steps == [[0, 0, 0, 128, 128, 128, 256, 256, 256, 0, 384, 384, 384],
-                     [0, 32768, 0, 128, 32896, 128, 256, 33024, 256, 0, 384, 33152, 384]]
-    rng = np.random.default_rng(3)
-    args = [rng.standard_normal(shape, dtype=np.float32) / 4 for shape in
-            [(2, 64, 512), (512,), (64, 512), (128, 512), (64, 128)]]
-    for fused, reference in zip(program.run(*args), numpy_only.run(*args), strict=True):
-        np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=1e-6)
+    _check_two_steps_in_one_kernel(program, numpy_only, (2, 64, 512))
 
 
 def test_a_projection_of_all_steps_rows_is_read_through_its_split_into_steps():
@@ -507,20 +513,7 @@ def test_a_projection_of_all_steps_rows_is_read_through_its_split_into_steps():
       {_step(1, "%h1", "%q0")}
       return %q0, %q1 : {T}, {T}
     }}""")
-    assert body(program) == [
-        "v5, = fused_0(v2, v0, v1, v4)  # sigmoid tanh mul mul add add",
-        "v6 = ipu_matmul(v5, v3)",
-        "v7, = fused_1(v6, v0, v1, v5)  # sigmoid tanh mul mul add add",
-        "return (v5, v7)"]
-    assert program.kernels.count("func.func") == 1
-    steps = [list(kernel.integers)[5:-2] for kernel in program.namespace["F"]]
-    assert steps == [[0, 0, 0, 128, 128, 128, 256, 256, 256, 0, 384, 384, 384],
-                     [0, 32768, 0, 128, 32896, 128, 256, 33024, 256, 0, 384, 33152, 384]]
-    rng = np.random.default_rng(3)
-    args = [rng.standard_normal(shape, dtype=np.float32) / 4 for shape in
-            [(128, 512), (512,), (64, 512), (128, 512), (64, 128)]]
-    for fused, reference in zip(program.run(*args), numpy_only.run(*args), strict=True):
-        np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=1e-6)
+    _check_two_steps_in_one_kernel(program, numpy_only, (128, 512))
 
 
 def test_a_split_read_other_than_by_rows_stays_a_numpy_reshape():
