@@ -3,7 +3,8 @@
 #   make test   set up .venv and run every test (ruff, the layout check, lit, pytest on one
 #               worker per core)
 #   make bench  set up .venv and run the benchmarks against PyTorch on CPU (bench/run.py;
-#               about 20 minutes); QUICK=1 runs the smoke form (bench/run.py --quick)
+#               about 25 minutes without inductor, measured); QUICK=1 runs the smoke
+#               form (bench/run.py --quick)
 #   make bench-async  Sync against Async data loading on a slow dataset (bench/async_data.py)
 #   make bench-distributed  training over 1, 2 and 4 processes (torchrun) and the simulated
 #               scaling over IPU-M2000s (bench/distributed.py)
