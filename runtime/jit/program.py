@@ -473,9 +473,10 @@ def compile_module(module: ir.Module, entry: str = "main",
     keep_freed_memory()
     top = module.operation
     attrs = top.attributes
-    fuse = fuse and not any(name in attrs for name in _UNFUSED)
+    unfused = any(name in attrs for name in _UNFUSED)  # run op by op, nothing hoisted
+    fuse = fuse and not unfused
     host = needs_host_module(top, entry)
-    weights = () if any(name in attrs for name in _UNFUSED) else sorted(weights)
+    weights = () if unfused else sorted(weights)
     if key is not None:  # what else decides the groups
         key = (f"{entry} {sorted((summed or {}).items())} {replicas}{' host' * host}"
                f" {weights} {persistent}\n{key}")
